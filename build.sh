@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set-up, build and run for csm on Debian 12.
+#   ./build.sh run    install what is missing, build, run the default experiment
+#   ./build.sh test   install what is missing, build with warnings as errors, run every test
+# Environment: CSM_SANITIZE=ON builds and tests under ASan+UBSan (in build-sanitize/);
+#              CSM_JOBS sets the build parallelism (default: all cores).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
+RUN_PKGS="hdf5-tools"
+TEST_PKGS="libcmocka-dev python3 python3-h5py python3-numpy paraview python3-paraview xvfb xauth"
+
+install_missing() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "csm: installing Debian packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+configure_and_build() {
+    local dir=$1; shift
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j "${CSM_JOBS:-$(nproc)}"
+}
+
+case "${1:-}" in
+run)
+    # shellcheck disable=SC2086
+    install_missing $BUILD_PKGS $RUN_PKGS
+    configure_and_build build
+    config=experiments/configs/drop_cube.yaml
+    ./build/csm run "$config" --force
+    ;;
+test)
+    # shellcheck disable=SC2086
+    install_missing $BUILD_PKGS $RUN_PKGS $TEST_PKGS
+    if [ "${CSM_SANITIZE:-OFF}" = "ON" ]; then
+        dir=build-sanitize
+        configure_and_build "$dir" -DCSM_WERROR=ON -DCSM_SANITIZE=ON
+    else
+        dir=build
+        configure_and_build "$dir" -DCSM_WERROR=ON
+    fi
+    ctest --test-dir "$dir" --output-on-failure -j "${CSM_JOBS:-$(nproc)}"
+    ;;
+*)
+    echo "usage: ./build.sh run | test" >&2
+    exit 2
+    ;;
+esac

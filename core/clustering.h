@@ -1,0 +1,32 @@
+/* Initial clustering: methods fill a builder (cluster -> members CSR with weights), which becomes
+   a csm_clusters through csm_clusters_from_builder. */
+#ifndef CSM_CLUSTERING_H
+#define CSM_CLUSTERING_H
+
+#include "plugin.h"
+#include "world.h"
+
+typedef struct csm_cluster_builder {
+    int32_t k, m, cap_k, cap_m;
+    int32_t *offset; /* [k+1] */
+    int32_t *member; /* [m] */
+    double *weight;  /* [m] */
+} csm_cluster_builder;
+
+void csm_builder_init(csm_cluster_builder *b);
+void csm_builder_free(csm_cluster_builder *b);
+/* Start a new cluster; members are added with csm_builder_add until the next begin. */
+void csm_builder_begin(csm_cluster_builder *b);
+void csm_builder_add(csm_cluster_builder *b, int32_t particle, double weight);
+/* Close the last cluster: sort its members by particle id. */
+void csm_builder_end(csm_cluster_builder *b);
+/* w_ic = 1 / n_i for the memberships of particles [first, first + count). */
+void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t count);
+
+/* Turn a builder into clusters over particles p; returns the number of degenerate clusters
+   (A_rr of rank < 3) or -1 when out of memory. */
+int csm_clusters_from_builder(csm_clusters *c, const csm_cluster_builder *b, const csm_particles *p);
+
+extern const csm_clustering csm_clustering_random_radius;
+
+#endif

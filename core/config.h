@@ -1,0 +1,76 @@
+/* Experiment configs (DESIGN.md "Configs"): YAML or JSON parsed with libfyaml into a small tree
+   that keeps the file and line of every node, `--set key.path=value` overrides applied to that
+   tree, then every section validated against a parameter table. Defaults are inserted into the
+   tree, so the tree printed back is the resolved config stored in every log. */
+#ifndef CSM_CONFIG_H
+#define CSM_CONFIG_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "plugin.h"
+
+typedef enum csm_node_kind { CSM_NODE_SCALAR, CSM_NODE_MAP, CSM_NODE_SEQ } csm_node_kind;
+
+typedef struct csm_node {
+    csm_node_kind kind;
+    char *key;       /* the key, for a mapping's child */
+    char *text;      /* a scalar's text */
+    int quoted;      /* a quoted scalar is a string, never a number */
+    int line;        /* 1-based line in src; for --set, the override's index */
+    const char *src; /* file name, or "--set" */
+    struct csm_node **child;
+    int nchild, cap;
+} csm_node;
+
+enum { CSM_SHAPE_BOX, CSM_SHAPE_SPHERE, CSM_SHAPE_CYLINDER, CSM_SHAPE_TORUS, CSM_SHAPE_POINTS };
+enum { CSM_SAMPLING_GRID, CSM_SAMPLING_POISSON };
+enum { CSM_SVD_FAST, CSM_SVD_LAPACKE };
+
+typedef struct csm_object_cfg {
+    int line;
+    int shape_type;           /* CSM_SHAPE_* */
+    csm_plugin_cfg shape;     /* the shape's parameters (size, radius, ...) */
+    int sampling_type;        /* CSM_SAMPLING_* */
+    csm_plugin_cfg sampling;  /* spacing */
+    csm_plugin_cfg body;      /* mass, density, position, deform, velocity, angular_velocity */
+    int pin_axis[2];          /* below, above: axis index, -1 when absent */
+    double pin_value[2];
+} csm_object_cfg;
+
+typedef struct csm_config {
+    char *file;               /* path of the config */
+    char *name;
+    uint64_t seed;
+    double dt;
+    int32_t frames, substeps;
+    csm_object_cfg *objects;
+    int nobjects;
+    csm_plugin_cfg clustering, integrator, rotation, plasticity, recluster;
+    int svd;                  /* CSM_SVD_* */
+    csm_plugin_cfg *forces, *colliders;
+    int nforces, ncolliders;
+    char *output_path;
+    int32_t output_every;
+    int output_goals;
+    csm_node *root;           /* resolved tree (defaults filled in) */
+    char *resolved;           /* the resolved tree as YAML text */
+} csm_config;
+
+/* Load, override, validate. overrides are "key.path=value" strings. */
+int csm_config_load(const char *path, const char *const *overrides, int noverrides,
+                    csm_config *cfg, csm_error *err);
+void csm_config_free(csm_config *cfg);
+
+/* Specs of the sections that are not plugins, for `csm list` and the README. */
+const csm_plugin_head *csm_config_shape_kinds(int *count);
+const csm_plugin_head *csm_config_sampling_kinds(int *count);
+const csm_plugin_head *csm_config_sections(int *count);
+
+/* Registered `solver` keys that are not integrator parameters (rotation, svd). */
+extern const csm_param_spec csm_solver_common_params[];
+
+/* Format a parameter's default for listings ("0.5", "[0, -9.81, 0]", "rigid"). */
+void csm_param_default_text(const csm_param_spec *s, char *buf, int size);
+
+#endif

@@ -1,0 +1,107 @@
+/* Small 3-vector and 3x3 matrix kernels. Matrices are row-major double[9]: M[3*r + c]. */
+#ifndef CSM_MATH_H
+#define CSM_MATH_H
+
+#include <math.h>
+#include <string.h>
+
+#define CSM_PI 3.14159265358979323846
+
+static inline void csm_v3_set(double *a, double x, double y, double z)
+{
+    a[0] = x;
+    a[1] = y;
+    a[2] = z;
+}
+static inline double csm_v3_dot(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+static inline void csm_v3_cross(const double *a, const double *b, double *out)
+{
+    double x = a[1] * b[2] - a[2] * b[1];
+    double y = a[2] * b[0] - a[0] * b[2];
+    double z = a[0] * b[1] - a[1] * b[0];
+    csm_v3_set(out, x, y, z);
+}
+static inline double csm_v3_norm(const double *a) { return sqrt(csm_v3_dot(a, a)); }
+
+static inline void csm_m3_identity(double *M)
+{
+    memset(M, 0, 9 * sizeof(double));
+    M[0] = M[4] = M[8] = 1.0;
+}
+/* out = A b (out may not alias b). */
+static inline void csm_m3_mul_v3(const double *A, const double *b, double *out)
+{
+    out[0] = A[0] * b[0] + A[1] * b[1] + A[2] * b[2];
+    out[1] = A[3] * b[0] + A[4] * b[1] + A[5] * b[2];
+    out[2] = A[6] * b[0] + A[7] * b[1] + A[8] * b[2];
+}
+/* out = A B (out may alias A or B). */
+static inline void csm_m3_mul(const double *A, const double *B, double *out)
+{
+    double t[9];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            t[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
+    memcpy(out, t, sizeof t);
+}
+/* out = A B^T (out may alias). */
+static inline void csm_m3_mul_bt(const double *A, const double *B, double *out)
+{
+    double t[9];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            t[3 * r + c] = A[3 * r] * B[3 * c] + A[3 * r + 1] * B[3 * c + 1] +
+                           A[3 * r + 2] * B[3 * c + 2];
+    memcpy(out, t, sizeof t);
+}
+/* out = A^T B (out may alias). */
+static inline void csm_m3_mul_at(const double *A, const double *B, double *out)
+{
+    double t[9];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            t[3 * r + c] = A[r] * B[c] + A[3 + r] * B[3 + c] + A[6 + r] * B[6 + c];
+    memcpy(out, t, sizeof t);
+}
+static inline void csm_m3_transpose(const double *A, double *out)
+{
+    double t[9] = {A[0], A[3], A[6], A[1], A[4], A[7], A[2], A[5], A[8]};
+    memcpy(out, t, sizeof t);
+}
+static inline double csm_m3_det(const double *A)
+{
+    return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+           A[2] * (A[3] * A[7] - A[4] * A[6]);
+}
+/* Inverse through the adjugate; returns the determinant (out untouched when it is 0). */
+static inline double csm_m3_inverse(const double *A, double *out)
+{
+    double c0 = A[4] * A[8] - A[5] * A[7];
+    double c1 = A[5] * A[6] - A[3] * A[8];
+    double c2 = A[3] * A[7] - A[4] * A[6];
+    double det = A[0] * c0 + A[1] * c1 + A[2] * c2;
+    if (det == 0.0) return 0.0;
+    double s = 1.0 / det;
+    double t[9] = {c0 * s,
+                   (A[2] * A[7] - A[1] * A[8]) * s,
+                   (A[1] * A[5] - A[2] * A[4]) * s,
+                   c1 * s,
+                   (A[0] * A[8] - A[2] * A[6]) * s,
+                   (A[2] * A[3] - A[0] * A[5]) * s,
+                   c2 * s,
+                   (A[1] * A[6] - A[0] * A[7]) * s,
+                   (A[0] * A[4] - A[1] * A[3]) * s};
+    memcpy(out, t, sizeof t);
+    return det;
+}
+static inline double csm_m3_frobenius(const double *A)
+{
+    double s = 0;
+    for (int k = 0; k < 9; k++) s += A[k] * A[k];
+    return sqrt(s);
+}
+
+#endif

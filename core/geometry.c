@@ -1,0 +1,319 @@
+#include "geometry.h"
+
+#include "csm_math.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double shape_num(const csm_object_cfg *o, const char *key) { return csm_cfg_num(&o->shape, key); }
+
+/* Axis index of cylinder/torus and the two others. */
+static void axis_frame(int axis, int *a, int *b, int *c)
+{
+    *a = axis;
+    *b = (axis + 1) % 3;
+    *c = (axis + 2) % 3;
+}
+
+int csm_shape_inside(const csm_object_cfg *o, const double p[3])
+{
+    switch (o->shape_type) {
+    case CSM_SHAPE_BOX: {
+        const double *s = csm_cfg_vec(&o->shape, "size");
+        return fabs(p[0]) <= 0.5 * s[0] && fabs(p[1]) <= 0.5 * s[1] && fabs(p[2]) <= 0.5 * s[2];
+    }
+    case CSM_SHAPE_SPHERE: {
+        double r = shape_num(o, "radius");
+        return csm_v3_dot(p, p) <= r * r;
+    }
+    case CSM_SHAPE_CYLINDER: {
+        int a, b, c;
+        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
+        double r = shape_num(o, "radius"), h = shape_num(o, "height");
+        return p[b] * p[b] + p[c] * p[c] <= r * r && fabs(p[a]) <= 0.5 * h;
+    }
+    case CSM_SHAPE_TORUS: {
+        int a, b, c;
+        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
+        double R = shape_num(o, "major"), r = shape_num(o, "minor");
+        double radial = sqrt(p[b] * p[b] + p[c] * p[c]) - R;
+        return radial * radial + p[a] * p[a] <= r * r;
+    }
+    }
+    return 0;
+}
+
+static void shape_bounds(const csm_object_cfg *o, double half[3], double *volume)
+{
+    switch (o->shape_type) {
+    case CSM_SHAPE_BOX: {
+        const double *s = csm_cfg_vec(&o->shape, "size");
+        for (int d = 0; d < 3; d++) half[d] = 0.5 * s[d];
+        *volume = s[0] * s[1] * s[2];
+        return;
+    }
+    case CSM_SHAPE_SPHERE: {
+        double r = shape_num(o, "radius");
+        half[0] = half[1] = half[2] = r;
+        *volume = 4.0 / 3.0 * CSM_PI * r * r * r;
+        return;
+    }
+    case CSM_SHAPE_CYLINDER: {
+        int a, b, c;
+        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
+        double r = shape_num(o, "radius"), h = shape_num(o, "height");
+        half[a] = 0.5 * h;
+        half[b] = half[c] = r;
+        *volume = CSM_PI * r * r * h;
+        return;
+    }
+    case CSM_SHAPE_TORUS: {
+        int a, b, c;
+        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
+        double R = shape_num(o, "major"), r = shape_num(o, "minor");
+        half[a] = r;
+        half[b] = half[c] = R + r;
+        *volume = 2.0 * CSM_PI * CSM_PI * R * r * r;
+        return;
+    }
+    }
+    half[0] = half[1] = half[2] = 0;
+    *volume = 0;
+}
+
+typedef struct pointbuf {
+    double *p;
+    int32_t n, cap;
+} pointbuf;
+
+static void push_point(pointbuf *b, const double q[3])
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 1024;
+        b->p = realloc(b->p, sizeof(double) * 3 * (size_t)b->cap);
+        if (!b->p) abort();
+    }
+    memcpy(&b->p[3 * b->n++], q, 3 * sizeof(double));
+}
+
+static void sample_grid(const csm_object_cfg *o, const double half[3], double h, pointbuf *out)
+{
+    /* A grid symmetric about the shape's centre, so symmetric shapes get symmetric samples. */
+    int32_t cnt[3];
+    for (int d = 0; d < 3; d++) cnt[d] = (int32_t)floor(2.0 * half[d] / h + 1e-9) + 1;
+    for (int32_t i = 0; i < cnt[0]; i++)
+        for (int32_t j = 0; j < cnt[1]; j++)
+            for (int32_t k = 0; k < cnt[2]; k++) {
+                double q[3] = {(i - 0.5 * (cnt[0] - 1)) * h, (j - 0.5 * (cnt[1] - 1)) * h,
+                               (k - 0.5 * (cnt[2] - 1)) * h};
+                if (csm_shape_inside(o, q)) push_point(out, q);
+            }
+}
+
+/* Bridson 2007, "Fast Poisson disk sampling in arbitrary dimensions": a background grid of cell
+   r/sqrt(3) holds at most one sample; k candidates in the shell [r, 2r] around an active sample.
+   As Falkenstein Sec 2.3.1, the bounding box is sampled and points outside are discarded. */
+static void sample_poisson(const csm_object_cfg *o, const double half[3], double r, int attempts,
+                           csm_rng *rng, pointbuf *out)
+{
+    double cell = r / sqrt(3.0);
+    int32_t dim[3];
+    for (int d = 0; d < 3; d++) dim[d] = (int32_t)ceil(2.0 * half[d] / cell) + 1;
+    size_t ncell = (size_t)dim[0] * (size_t)dim[1] * (size_t)dim[2];
+    int32_t *grid = malloc(ncell * sizeof *grid);
+    if (!grid) abort();
+    for (size_t c = 0; c < ncell; c++) grid[c] = -1;
+    pointbuf all = {0};
+    int32_t *active = NULL;
+    int32_t nactive = 0, cap_active = 0;
+#define CELL_OF(q, d) ((int32_t)floor(((q)[d] + half[d]) / cell))
+    double first[3];
+    for (int d = 0; d < 3; d++) first[d] = (2.0 * csm_rng_uniform(rng) - 1.0) * half[d];
+    push_point(&all, first);
+    grid[((size_t)CELL_OF(first, 0) * dim[1] + CELL_OF(first, 1)) * dim[2] + CELL_OF(first, 2)] = 0;
+    cap_active = 1024;
+    active = malloc(sizeof *active * (size_t)cap_active);
+    if (!active) abort();
+    active[nactive++] = 0;
+    while (nactive > 0) {
+        int32_t slot = (int32_t)csm_rng_below(rng, (uint32_t)nactive);
+        const double *base = &all.p[3 * active[slot]];
+        int placed = 0;
+        for (int t = 0; t < attempts && !placed; t++) {
+            /* uniform direction, radius uniform in volume of the shell [r, 2r] */
+            double z = 2.0 * csm_rng_uniform(rng) - 1.0, phi = 2.0 * CSM_PI * csm_rng_uniform(rng);
+            double s = sqrt(1.0 - z * z);
+            double rad = r * cbrt(1.0 + 7.0 * csm_rng_uniform(rng));
+            double q[3] = {base[0] + rad * s * cos(phi), base[1] + rad * s * sin(phi), base[2] + rad * z};
+            int ok = 1;
+            for (int d = 0; d < 3; d++)
+                if (q[d] < -half[d] || q[d] > half[d]) ok = 0;
+            if (!ok) continue;
+            int32_t cq[3] = {CELL_OF(q, 0), CELL_OF(q, 1), CELL_OF(q, 2)};
+            for (int dx = -2; dx <= 2 && ok; dx++)
+                for (int dy = -2; dy <= 2 && ok; dy++)
+                    for (int dz = -2; dz <= 2 && ok; dz++) {
+                        int32_t cx = cq[0] + dx, cy = cq[1] + dy, cz = cq[2] + dz;
+                        if (cx < 0 || cy < 0 || cz < 0 || cx >= dim[0] || cy >= dim[1] || cz >= dim[2])
+                            continue;
+                        int32_t other = grid[((size_t)cx * dim[1] + cy) * dim[2] + cz];
+                        if (other < 0) continue;
+                        double dd[3] = {q[0] - all.p[3 * other], q[1] - all.p[3 * other + 1],
+                                        q[2] - all.p[3 * other + 2]};
+                        if (csm_v3_dot(dd, dd) < r * r) ok = 0;
+                    }
+            if (!ok) continue;
+            push_point(&all, q);
+            base = &all.p[3 * active[slot]]; /* push may have moved the buffer */
+            grid[((size_t)cq[0] * dim[1] + cq[1]) * dim[2] + cq[2]] = all.n - 1;
+            if (nactive == cap_active) {
+                cap_active *= 2;
+                active = realloc(active, sizeof *active * (size_t)cap_active);
+                if (!active) abort();
+            }
+            active[nactive++] = all.n - 1;
+            placed = 1;
+        }
+        if (!placed) active[slot] = active[--nactive];
+    }
+#undef CELL_OF
+    for (int32_t k = 0; k < all.n; k++)
+        if (csm_shape_inside(o, &all.p[3 * k])) push_point(out, &all.p[3 * k]);
+    free(all.p);
+    free(active);
+    free(grid);
+}
+
+int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points,
+                      int32_t *count, double *volume, csm_error *err)
+{
+    pointbuf out = {0};
+    *volume = 0;
+    if (o->shape_type == CSM_SHAPE_POINTS) {
+        const csm_value *v = &o->shape.values[0];
+        for (int32_t k = 0; k < v->npoints; k++) push_point(&out, &v->points[3 * k]);
+    } else {
+        double half[3];
+        shape_bounds(o, half, volume);
+        double h = csm_cfg_num(&o->sampling, "spacing");
+        double cells = 1;
+        for (int d = 0; d < 3; d++) cells *= 2.0 * half[d] / h + 1.0;
+        if (cells > 5e8)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                            "objects[%d]: sampling spacing %g gives about %.3g grid points; use a larger spacing",
+                            index, h, cells);
+        if (o->sampling_type == CSM_SAMPLING_GRID) {
+            sample_grid(o, half, h, &out);
+        } else {
+            csm_rng rng;
+            csm_rng_seed(&rng, seed, 0x5a3b1e00u + (uint64_t)index);
+            sample_poisson(o, half, h, (int)csm_cfg_num(&o->sampling, "attempts"), &rng, &out);
+        }
+    }
+    if (out.n == 0) {
+        free(out.p);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                        "objects[%d] (config line %d): no particle inside the shape; is the sampling spacing larger than the shape?",
+                        index, o->line);
+    }
+    *points = out.p;
+    *count = out.n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static int64_t cell_key(int64_t x, int64_t y, int64_t z)
+{
+    /* 21 bits a coordinate, offset to be non-negative */
+    const int64_t off = 1 << 20;
+    return ((x + off) << 42) | ((y + off) << 21) | (z + off);
+}
+
+static void cell_coords(const double *q, double cell, int64_t c[3])
+{
+    for (int d = 0; d < 3; d++) c[d] = (int64_t)floor(q[d] / cell);
+}
+
+typedef struct key_index {
+    int64_t key;
+    int32_t index;
+} key_index;
+
+static int cmp_key_index(const void *a, const void *b)
+{
+    const key_index *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int csm_grid_build(csm_grid *g, const double *points, int32_t n, double cell)
+{
+    memset(g, 0, sizeof *g);
+    g->cell = cell;
+    g->n = n;
+    key_index *ki = malloc(sizeof *ki * (size_t)(n > 0 ? n : 1));
+    g->key = malloc(sizeof *g->key * (size_t)(n > 0 ? n : 1));
+    g->index = malloc(sizeof *g->index * (size_t)(n > 0 ? n : 1));
+    if (!ki || !g->key || !g->index) {
+        free(ki);
+        csm_grid_free(g);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int64_t c[3];
+        cell_coords(&points[3 * i], cell, c);
+        ki[i].key = cell_key(c[0], c[1], c[2]);
+        ki[i].index = i;
+    }
+    qsort(ki, (size_t)n, sizeof *ki, cmp_key_index);
+    for (int32_t i = 0; i < n; i++) {
+        g->key[i] = ki[i].key;
+        g->index[i] = ki[i].index;
+    }
+    free(ki);
+    return 0;
+}
+
+void csm_grid_free(csm_grid *g)
+{
+    free(g->key);
+    free(g->index);
+    memset(g, 0, sizeof *g);
+}
+
+static int32_t lower_bound(const int64_t *a, int32_t n, int64_t key)
+{
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+int32_t csm_grid_query(const csm_grid *g, const double *points, const double q[3], double radius,
+                       void (*fn)(int32_t j, void *user), void *user)
+{
+    int64_t c[3];
+    cell_coords(q, g->cell, c);
+    int32_t found = 0;
+    double r2 = radius * radius;
+    for (int64_t dx = -1; dx <= 1; dx++)
+        for (int64_t dy = -1; dy <= 1; dy++)
+            for (int64_t dz = -1; dz <= 1; dz++) {
+                int64_t key = cell_key(c[0] + dx, c[1] + dy, c[2] + dz);
+                for (int32_t s = lower_bound(g->key, g->n, key); s < g->n && g->key[s] == key; s++) {
+                    int32_t j = g->index[s];
+                    double d[3] = {points[3 * j] - q[0], points[3 * j + 1] - q[1], points[3 * j + 2] - q[2]};
+                    if (csm_v3_dot(d, d) <= r2) {
+                        if (fn) fn(j, user);
+                        found++;
+                    }
+                }
+            }
+    return found;
+}

@@ -1,0 +1,122 @@
+#include "kernel.h"
+
+#include "csm_math.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
+{
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    double M = C->mass[c];
+    double com[3] = {0, 0, 0};
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * C->member[j]];
+        double wm = C->wmass[j];
+        com[0] += wm * xi[0];
+        com[1] += wm * xi[1];
+        com[2] += wm * xi[2];
+    }
+    if (M > 0) {
+        com[0] /= M;
+        com[1] /= M;
+        com[2] /= M;
+    }
+    /* A_xr = sum w m (x - xbar) p^T; p_ic already has zero weighted mean (Falkenstein Sec 3.2). */
+    double Axr[9] = {0};
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * C->member[j]], *p = &C->p[3 * j];
+        double wm = C->wmass[j];
+        double d0 = wm * (xi[0] - com[0]), d1 = wm * (xi[1] - com[1]), d2 = wm * (xi[2] - com[2]);
+        Axr[0] += d0 * p[0];
+        Axr[1] += d0 * p[1];
+        Axr[2] += d0 * p[2];
+        Axr[3] += d1 * p[0];
+        Axr[4] += d1 * p[1];
+        Axr[5] += d1 * p[2];
+        Axr[6] += d2 * p[0];
+        Axr[7] += d2 * p[1];
+        Axr[8] += d2 * p[2];
+    }
+    double *F = &C->F[9 * c], *R = &C->R[9 * c], *T = &C->T[9 * c];
+    const double *Fp = &C->Fp[9 * c];
+    csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
+    double Fp_inv[9], Fe[9], Apq[9];
+    if (csm_m3_inverse(Fp, Fp_inv) == 0.0) csm_m3_identity(Fp_inv);
+    csm_m3_mul(F, Fp_inv, Fe);   /* Eq 9 / 15 */
+    csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
+    w->rotation->extract(w->svd, Apq, Fe, R, &C->sigma[3 * c]);
+    csm_m3_mul(R, Fp, T); /* Eq 16: g = R F^p p + xbar */
+    C->com[3 * c] = com[0];
+    C->com[3 * c + 1] = com[1];
+    C->com[3 * c + 2] = com[2];
+}
+
+void csm_fit_all(csm_world *w, const double *x)
+{
+    csm_clusters *C = &w->C;
+    int32_t k = C->k;
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < k; c++) csm_cluster_fit(w, C, x, c);
+}
+
+void csm_goal_gather(const csm_world *w, const double *x, int32_t i, double gamma, double g[3])
+{
+    const csm_clusters *C = &w->C;
+    const double *xi = &x[3 * i];
+    double acc[3] = {0, 0, 0};
+    for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+        int32_t j = C->pmember[s];
+        double gic[3];
+        csm_membership_goal(C, j, gic);
+        double wgt = C->weight[j];
+        if (gamma > 0) {
+            /* Bargteil-Jones Algorithm 2 line 10, written without dividing by beta:
+               allowed stretch gamma * width; beyond it the goal is pulled back onto it. */
+            double d[3] = {xi[0] - gic[0], xi[1] - gic[1], xi[2] - gic[2]};
+            double len = csm_v3_norm(d);
+            double limit = gamma * C->width[C->mcluster[j]];
+            double f = len <= limit ? 1.0 : limit / len;
+            gic[0] += f * d[0];
+            gic[1] += f * d[1];
+            gic[2] += f * d[2];
+        }
+        acc[0] += wgt * gic[0];
+        acc[1] += wgt * gic[1];
+        acc[2] += wgt * gic[2];
+    }
+    if (C->poff[i] == C->poff[i + 1]) { /* in no cluster: no internal force */
+        acc[0] = xi[0];
+        acc[1] = xi[1];
+        acc[2] = xi[2];
+    }
+    g[0] = acc[0];
+    g[1] = acc[1];
+    g[2] = acc[2];
+}
+
+void csm_goals_all(const csm_world *w, const double *x, double gamma, double *out)
+{
+    int32_t n = w->P.n;
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) csm_goal_gather(w, x, i, gamma, &out[3 * i]);
+}
+
+void csm_set_threads(int threads)
+{
+#ifdef _OPENMP
+    if (threads > 0) omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+}
+
+int csm_get_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}

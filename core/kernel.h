@@ -1,0 +1,36 @@
+/* The one shape-matching kernel (DESIGN.md): every integrator, the embedding optimizer and the
+   diagnostics fit clusters and gather goals through these functions. */
+#ifndef CSM_KERNEL_H
+#define CSM_KERNEL_H
+
+#include "sim.h"
+
+/* Fit cluster c at positions x: com x-bar (Falkenstein Eq 7), A_xr, F = A_xr A_rr^-1 (Eq 3),
+   F^e = F (F^p)^-1 (Eq 9, 15), R from the world's rotation plugin, and the goal transform
+   T = R F^p (Eq 16). */
+void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c);
+/* Fit every cluster (in parallel). */
+void csm_fit_all(csm_world *w, const double *x);
+
+/* Goal of particle i from the last fits: g_i = sum_c w_ic g_ic (Falkenstein Eq 8), each g_ic
+   pulled towards x_i by the strain-limit clamp of Bargteil-Jones Algorithm 2 line 10:
+   g_ic + min(gamma / beta, 1)(x_i - g_ic), beta = |x_i - g_ic| / width_c (Eq 4). gamma = 0
+   gives the plain shape-matching goal. */
+void csm_goal_gather(const csm_world *w, const double *x, int32_t i, double gamma, double g[3]);
+/* Gather every particle's goal into out[3n] (in parallel). */
+void csm_goals_all(const csm_world *w, const double *x, double gamma, double *out);
+
+/* Goal of membership j (particle member[j] in cluster mcluster[j]) from the last fit. */
+static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double g[3])
+{
+    const double *T = &C->T[9 * C->mcluster[j]], *p = &C->p[3 * j], *com = &C->com[3 * C->mcluster[j]];
+    g[0] = T[0] * p[0] + T[1] * p[1] + T[2] * p[2] + com[0];
+    g[1] = T[3] * p[0] + T[4] * p[1] + T[5] * p[2] + com[1];
+    g[2] = T[6] * p[0] + T[7] * p[1] + T[8] * p[2] + com[2];
+}
+
+/* Set the number of threads used by the parallel loops (OpenMP); 0 keeps the default. */
+void csm_set_threads(int threads);
+int csm_get_threads(void);
+
+#endif

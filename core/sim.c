@@ -1,0 +1,268 @@
+#include "sim.h"
+
+#include "clustering.h"
+#include "csm_math.h"
+#include "geometry.h"
+#include "kernel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double csm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Place one object's samples: rest = position + s, x = position + c + D (s - c) about the
+   centroid c, v = velocity + omega x (x - x_c). */
+static void place_object(const csm_object_cfg *o, const double *s, int32_t count, double volume,
+                         csm_particles *P, int32_t first, int32_t object)
+{
+    const csm_plugin_cfg *b = &o->body;
+    const double *pos = csm_cfg_vec(b, "position"), *D = csm_cfg_vec(b, "deform");
+    const double *vel = csm_cfg_vec(b, "velocity"), *omega = csm_cfg_vec(b, "angular_velocity");
+    double density = csm_cfg_num(b, "density");
+    double total = density > 0 && volume > 0 ? density * volume : csm_cfg_num(b, "mass");
+    double c[3] = {0, 0, 0};
+    for (int32_t k = 0; k < count; k++)
+        for (int d = 0; d < 3; d++) c[d] += s[3 * k + d] / count;
+    for (int32_t k = 0; k < count; k++) {
+        int32_t i = first + k;
+        double rel[3] = {s[3 * k] - c[0], s[3 * k + 1] - c[1], s[3 * k + 2] - c[2]}, def[3];
+        csm_m3_mul_v3(D, rel, def);
+        for (int d = 0; d < 3; d++) {
+            P->rest[3 * i + d] = pos[d] + s[3 * k + d];
+            P->x[3 * i + d] = pos[d] + c[d] + def[d];
+        }
+        double w[3];
+        csm_v3_cross(omega, def, w);
+        for (int d = 0; d < 3; d++) P->v[3 * i + d] = vel[d] + w[d];
+        P->mass[i] = total / count;
+        P->inv_mass[i] = 1.0 / P->mass[i];
+        P->object[i] = object;
+        for (int side = 0; side < 2; side++) {
+            int axis = o->pin_axis[side];
+            if (axis < 0) continue;
+            double coord = P->x[3 * i + axis];
+            if ((side == 0 && coord < o->pin_value[side]) || (side == 1 && coord > o->pin_value[side])) {
+                P->inv_mass[i] = 0.0;
+                P->v[3 * i] = P->v[3 * i + 1] = P->v[3 * i + 2] = 0.0;
+            }
+        }
+    }
+}
+
+static int create_stage(const csm_plugin_cfg *pc, const csm_world *w, const csm_stage **plugin,
+                        void **state, csm_error *err)
+{
+    *plugin = (const csm_stage *)pc->plugin;
+    *state = NULL;
+    return (*plugin)->create ? (*plugin)->create(pc, w, state, err) : 0;
+}
+
+int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
+{
+    memset(sim, 0, sizeof *sim);
+    sim->cfg = cfg;
+    csm_world *w = &sim->w;
+    w->rotation = (const csm_rotation *)cfg->rotation.plugin;
+    w->svd = cfg->svd == CSM_SVD_LAPACKE ? csm_svd3_lapacke : csm_svd3_fast;
+
+    /* Sample every object first to know n. */
+    double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
+    int32_t *counts = calloc((size_t)cfg->nobjects, sizeof *counts);
+    double *volumes = calloc((size_t)cfg->nobjects, sizeof *volumes);
+    w->object_first = calloc((size_t)cfg->nobjects + 1, sizeof *w->object_first);
+    if (!pts || !counts || !volumes || !w->object_first) abort();
+    int rc = 0;
+    int64_t n = 0;
+    for (int k = 0; k < cfg->nobjects && !rc; k++) {
+        rc = csm_sample_object(&cfg->objects[k], k, cfg->seed, &pts[k], &counts[k], &volumes[k], err);
+        n += counts[k];
+        w->object_first[k + 1] = (int32_t)n;
+    }
+    if (!rc && n > INT32_MAX / 4) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "too many particles (%lld)", (long long)n);
+    if (!rc && csm_particles_alloc(&w->P, (int32_t)n)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %lld particles", (long long)n);
+    w->nobjects = cfg->nobjects;
+    for (int k = 0; k < cfg->nobjects && !rc; k++)
+        place_object(&cfg->objects[k], pts[k], counts[k], volumes[k], &w->P, w->object_first[k], k);
+    for (int k = 0; k < cfg->nobjects; k++) free(pts[k]);
+    free(pts);
+    free(counts);
+    free(volumes);
+    if (rc) {
+        csm_sim_destroy(sim);
+        return -1;
+    }
+
+    /* Clusters never span objects: each object is clustered on its own. */
+    const csm_clustering *method = (const csm_clustering *)cfg->clustering.plugin;
+    csm_cluster_builder b;
+    csm_builder_init(&b);
+    for (int k = 0; k < cfg->nobjects && !rc; k++)
+        rc = method->build(&cfg->clustering, &w->P, w->object_first[k],
+                           w->object_first[k + 1] - w->object_first[k], cfg->seed, &b, err);
+    if (!rc) {
+        int degenerate = csm_clusters_from_builder(&w->C, &b, &w->P);
+        if (degenerate < 0) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for clusters");
+        w->degenerate_clusters = degenerate < 0 ? 0 : degenerate;
+    }
+    csm_builder_free(&b);
+    if (rc) {
+        csm_sim_destroy(sim);
+        return -1;
+    }
+    for (int32_t i = 0; i < w->P.n && !rc; i++)
+        if (w->C.poff[i] == w->C.poff[i + 1])
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "clustering %s left particle %d in no cluster",
+                          method->name, i);
+
+    sim->integrator = (const csm_integrator *)cfg->integrator.plugin;
+    if (!rc && sim->integrator->create)
+        rc = sim->integrator->create(&cfg->integrator, &sim->integrator_state, err);
+    sim->nforces = cfg->nforces;
+    sim->ncolliders = cfg->ncolliders;
+    sim->forces = calloc((size_t)cfg->nforces + 1, sizeof *sim->forces);
+    sim->force_state = calloc((size_t)cfg->nforces + 1, sizeof *sim->force_state);
+    sim->colliders = calloc((size_t)cfg->ncolliders + 1, sizeof *sim->colliders);
+    sim->collider_state = calloc((size_t)cfg->ncolliders + 1, sizeof *sim->collider_state);
+    if (!sim->forces || !sim->force_state || !sim->colliders || !sim->collider_state) abort();
+    for (int k = 0; k < cfg->nforces && !rc; k++)
+        rc = create_stage(&cfg->forces[k], w, &sim->forces[k], &sim->force_state[k], err);
+    for (int k = 0; k < cfg->ncolliders && !rc; k++)
+        rc = create_stage(&cfg->colliders[k], w, &sim->colliders[k], &sim->collider_state[k], err);
+    if (!rc) rc = create_stage(&cfg->plasticity, w, &sim->plasticity, &sim->plasticity_state, err);
+    if (!rc) rc = create_stage(&cfg->recluster, w, &sim->recluster, &sim->recluster_state, err);
+    if (rc) {
+        csm_sim_destroy(sim);
+        return -1;
+    }
+    /* The first fit, so frame 0 logs R and com of the initial state. */
+    csm_fit_all(w, w->P.x);
+    return 0;
+}
+
+void csm_sim_destroy(csm_sim *sim)
+{
+    if (sim->integrator && sim->integrator->destroy && sim->integrator_state)
+        sim->integrator->destroy(sim->integrator_state);
+    for (int k = 0; k < sim->nforces; k++)
+        if (sim->forces && sim->forces[k] && sim->forces[k]->destroy) sim->forces[k]->destroy(sim->force_state[k]);
+    for (int k = 0; k < sim->ncolliders; k++)
+        if (sim->colliders && sim->colliders[k] && sim->colliders[k]->destroy)
+            sim->colliders[k]->destroy(sim->collider_state[k]);
+    if (sim->plasticity && sim->plasticity->destroy) sim->plasticity->destroy(sim->plasticity_state);
+    if (sim->recluster && sim->recluster->destroy) sim->recluster->destroy(sim->recluster_state);
+    free(sim->forces);
+    free(sim->force_state);
+    free(sim->colliders);
+    free(sim->collider_state);
+    csm_particles_free(&sim->w.P);
+    csm_clusters_free(&sim->w.C);
+    free(sim->w.object_first);
+    memset(sim, 0, sizeof *sim);
+}
+
+int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err)
+{
+    csm_world *w = &sim->w;
+    double t0 = csm_now();
+    memset(w->P.force, 0, sizeof(double) * 3 * (size_t)w->P.n);
+    for (int k = 0; k < sim->nforces; k++)
+        if (sim->forces[k]->apply(w, sim->force_state[k], h, err)) return -1;
+    if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
+    for (int k = 0; k < sim->ncolliders; k++)
+        if (sim->colliders[k]->apply(w, sim->collider_state[k], h, err)) return -1;
+    double t1 = csm_now();
+    if (sim->plasticity->apply && sim->plasticity->apply(w, sim->plasticity_state, h, err)) return -1;
+    double t2 = csm_now();
+    w->embedding_seconds = 0;
+    if (sim->recluster->apply && sim->recluster->apply(w, sim->recluster_state, h, err)) return -1;
+    double t3 = csm_now();
+    w->time += h;
+    w->step++;
+    t->dynamics += t1 - t0;
+    t->plasticity += t2 - t1;
+    t->reclustering += t3 - t2;
+    t->embedding += w->embedding_seconds;
+    return 0;
+}
+
+/* A non-finite position or velocity stops the run with the particle and frame named. */
+static int check_finite(const csm_sim *sim, csm_error *err)
+{
+    const csm_particles *P = &sim->w.P;
+    for (int32_t i = 0; i < P->n; i++) {
+        const double *x = &P->x[3 * i], *v = &P->v[3 * i];
+        if (!isfinite(x[0] + x[1] + x[2]) || !isfinite(v[0] + v[1] + v[2]))
+            return csm_fail(err, CSM_EXIT_FAILURE,
+                            "non-finite %s of particle %d at frame %d (t = %g s): the step is unstable",
+                            isfinite(x[0] + x[1] + x[2]) ? "velocity" : "position", i, sim->frame + 1,
+                            sim->w.time);
+    }
+    return 0;
+}
+
+int csm_sim_frame(csm_sim *sim, csm_error *err)
+{
+    const csm_config *cfg = sim->cfg;
+    double h = cfg->dt / cfg->substeps;
+    csm_timings t = {0};
+    double start = csm_now();
+    sim->w.yielded = 0;
+    for (int32_t s = 0; s < cfg->substeps; s++)
+        if (csm_sim_step(sim, h, &t, err)) return -1;
+    if (check_finite(sim, err)) return -1;
+    sim->frame++;
+    t.total = csm_now() - start;
+    sim->last = t;
+    return 0;
+}
+
+void csm_diagnostics(csm_sim *sim, csm_diag *d)
+{
+    double start = csm_now();
+    csm_world *w = &sim->w;
+    const csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    memset(d, 0, sizeof *d);
+    csm_fit_all(w, P->x);
+    double M = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        const double *x = &P->x[3 * i], *v = &P->v[3 * i];
+        double m = P->mass[i], L[3];
+        d->kinetic += 0.5 * m * csm_v3_dot(v, v);
+        csm_v3_cross(x, v, L);
+        for (int k = 0; k < 3; k++) {
+            d->momentum[k] += m * v[k];
+            d->angular_momentum[k] += m * L[k];
+            d->center_of_mass[k] += m * x[k];
+        }
+        M += m;
+    }
+    for (int k = 0; k < 3; k++) d->center_of_mass[k] /= M > 0 ? M : 1;
+    for (int k = 0; k < sim->nforces; k++)
+        if (sim->forces[k]->potential) d->potential += sim->forces[k]->potential(w, sim->force_state[k]);
+    for (int32_t j = 0; j < C->m; j++) {
+        double g[3];
+        csm_membership_goal(C, j, g);
+        const double *x = &P->x[3 * C->member[j]];
+        double e[3] = {x[0] - g[0], x[1] - g[1], x[2] - g[2]};
+        double e2 = csm_v3_dot(e, e);
+        d->elastic += C->wmass[j] * e2;
+        double width = C->width[C->mcluster[j]];
+        if (width > 0) {
+            double beta = sqrt(e2) / width; /* Bargteil-Jones Eq 4 */
+            if (beta > d->max_strain) d->max_strain = beta;
+        }
+    }
+    double det_sum = 0;
+    for (int32_t c = 0; c < C->k; c++) det_sum += csm_m3_det(&C->Fp[9 * c]);
+    d->volume_ratio = C->k ? det_sum / C->k : 1.0;
+    sim->last.total += csm_now() - start;
+}

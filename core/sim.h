@@ -1,0 +1,66 @@
+/* A simulation: the world (particles, clusters, time), the selected plugins and the frame loop
+   forces -> integrator -> colliders -> plasticity -> reclusterer, each stage timed. */
+#ifndef CSM_SIM_H
+#define CSM_SIM_H
+
+#include "config.h"
+#include "plugin.h"
+#include "world.h"
+
+/* Table 1 of Falkenstein 2017, per frame, in seconds. `total` also counts diagnostics. */
+typedef struct csm_timings {
+    double dynamics, plasticity, reclustering, embedding, total;
+} csm_timings;
+
+typedef struct csm_world {
+    csm_particles P;
+    csm_clusters C;
+    int32_t nobjects;
+    int32_t *object_first;     /* [nobjects+1] particle ranges */
+    double time;
+    int64_t step;
+    const csm_rotation *rotation;
+    csm_svd3_fn svd;
+    int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
+    double gravity[3];           /* sum of gravity forces, for diagnostics */
+    double embedding_seconds;    /* reclusterers add their embedding time here */
+    int32_t yielded;             /* clusters that flowed plastically in the last frame */
+} csm_world;
+
+typedef struct csm_sim {
+    csm_world w;
+    const csm_config *cfg;
+    const csm_integrator *integrator;
+    void *integrator_state;
+    const csm_stage *plasticity, *recluster;
+    void *plasticity_state, *recluster_state;
+    const csm_stage **forces, **colliders;
+    void **force_state, **collider_state;
+    int nforces, ncolliders;
+    csm_timings last;            /* timings of the last frame */
+    int32_t frame;               /* frames completed */
+} csm_sim;
+
+/* Build particles from the objects, cluster them, create every plugin. */
+int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err);
+void csm_sim_destroy(csm_sim *sim);
+/* Advance one frame (cfg->substeps steps). Fails on a non-finite state. */
+int csm_sim_frame(csm_sim *sim, csm_error *err);
+/* One step of length h through every stage (what a frame repeats). */
+int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err);
+
+/* Monotonic seconds. */
+double csm_now(void);
+
+/* Per-frame diagnostics (DESIGN.md /diagnostics). */
+typedef struct csm_diag {
+    double kinetic, potential, elastic;
+    double momentum[3], angular_momentum[3], center_of_mass[3];
+    double max_strain, volume_ratio;
+} csm_diag;
+
+/* Fits every cluster at the current positions (so logged R and com describe the logged
+   state) and measures. */
+void csm_diagnostics(csm_sim *sim, csm_diag *d);
+
+#endif

@@ -1,0 +1,160 @@
+#include "svd3.h"
+
+#include "csm_math.h"
+
+#include <lapacke.h>
+
+/* One Jacobi rotation zeroing S[p][q] of the symmetric S, accumulated into V. */
+static void jacobi_rotate(double S[9], double V[9], int p, int q)
+{
+    double spq = S[3 * p + q];
+    if (spq == 0.0) return;
+    double theta = (S[3 * q + q] - S[3 * p + p]) / (2.0 * spq);
+    double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+    double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+    /* S <- J^T S J with J the rotation in the (p, q) plane. */
+    for (int k = 0; k < 3; k++) {
+        double skp = S[3 * k + p], skq = S[3 * k + q];
+        S[3 * k + p] = c * skp - s * skq;
+        S[3 * k + q] = s * skp + c * skq;
+    }
+    for (int k = 0; k < 3; k++) {
+        double spk = S[3 * p + k], sqk = S[3 * q + k];
+        S[3 * p + k] = c * spk - s * sqk;
+        S[3 * q + k] = s * spk + c * sqk;
+    }
+    S[3 * p + q] = S[3 * q + p] = 0.0;
+    for (int k = 0; k < 3; k++) {
+        double vkp = V[3 * k + p], vkq = V[3 * k + q];
+        V[3 * k + p] = c * vkp - s * vkq;
+        V[3 * k + q] = s * vkp + c * vkq;
+    }
+}
+
+static void swap_columns(double *M, int a, int b)
+{
+    for (int k = 0; k < 3; k++) {
+        double t = M[3 * k + a];
+        M[3 * k + a] = M[3 * k + b];
+        M[3 * k + b] = t;
+    }
+}
+
+/* Givens rotation acting on rows p, q of B that zeroes B[q][col]; accumulated as U <- U G^T. */
+static void givens_qr_step(double B[9], double U[9], int p, int q, int col)
+{
+    double a = B[3 * p + col], b = B[3 * q + col];
+    double r = hypot(a, b);
+    if (r == 0.0) return;
+    double c = a / r, s = b / r;
+    for (int k = 0; k < 3; k++) {
+        double bp = B[3 * p + k], bq = B[3 * q + k];
+        B[3 * p + k] = c * bp + s * bq;
+        B[3 * q + k] = -s * bp + c * bq;
+    }
+    for (int k = 0; k < 3; k++) {
+        double up = U[3 * k + p], uq = U[3 * k + q];
+        U[3 * k + p] = c * up + s * uq;
+        U[3 * k + q] = -s * up + c * uq;
+    }
+}
+
+void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9])
+{
+    double S[9];
+    csm_m3_mul_at(A, A, S);
+    csm_m3_identity(V);
+    double scale = S[0] * S[0] + S[4] * S[4] + S[8] * S[8];
+    for (int sweep = 0; sweep < 12; sweep++) {
+        double off = S[1] * S[1] + S[2] * S[2] + S[5] * S[5];
+        if (off <= 1e-32 * scale || off == 0.0) break;
+        jacobi_rotate(S, V, 0, 1);
+        jacobi_rotate(S, V, 0, 2);
+        jacobi_rotate(S, V, 1, 2);
+    }
+    /* Order eigenvalues of A^T A descending (three compare-swaps). */
+    double e[3] = {S[0], S[4], S[8]};
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < 2 - pass; k++)
+            if (e[k] < e[k + 1]) {
+                double t = e[k];
+                e[k] = e[k + 1];
+                e[k + 1] = t;
+                swap_columns(V, k, k + 1);
+            }
+    if (csm_m3_det(V) < 0)
+        for (int k = 0; k < 3; k++) V[3 * k + 2] = -V[3 * k + 2];
+    /* B = A V has orthogonal columns; its QR gives U (a product of rotations) and s. */
+    double B[9];
+    csm_m3_mul(A, V, B);
+    csm_m3_identity(U);
+    givens_qr_step(B, U, 0, 1, 0);
+    givens_qr_step(B, U, 0, 2, 0);
+    givens_qr_step(B, U, 1, 2, 1);
+    s[0] = B[0];
+    s[1] = B[4];
+    s[2] = B[8];
+    /* The QR leaves s[0], s[1] >= 0 by construction except for an exact zero column; keep the
+       ordering invariant s[1] >= |s[2]| by folding a negative s[1] into the last pair. */
+    if (s[1] < 0) {
+        s[1] = -s[1];
+        s[2] = -s[2];
+        for (int k = 0; k < 3; k++) {
+            U[3 * k + 1] = -U[3 * k + 1];
+            U[3 * k + 2] = -U[3 * k + 2];
+        }
+    }
+}
+
+void csm_svd3_lapacke(const double A[9], double U[9], double s[3], double V[9])
+{
+    double a[9], vt[9], superb[2];
+    memcpy(a, A, sizeof a);
+    lapack_int info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'A', 'A', 3, 3, a, 3, s, U, 3, vt, 3, superb);
+    if (info != 0) { /* not converged: cannot happen for finite 3x3 input; return identity */
+        csm_m3_identity(U);
+        csm_m3_identity(V);
+        s[0] = s[1] = s[2] = 0.0;
+        return;
+    }
+    csm_m3_transpose(vt, V);
+    if (csm_m3_det(U) < 0) {
+        for (int k = 0; k < 3; k++) U[3 * k + 2] = -U[3 * k + 2];
+        s[2] = -s[2];
+    }
+    if (csm_m3_det(V) < 0) {
+        for (int k = 0; k < 3; k++) V[3 * k + 2] = -V[3 * k + 2];
+        s[2] = -s[2];
+    }
+}
+
+void csm_polar3(csm_svd3_fn svd, const double A[9], double R[9], double s[3])
+{
+    double U[9], V[9];
+    svd(A, U, s, V);
+    csm_m3_mul_bt(U, V, R);
+}
+
+int csm_pinv_sym3(const double A[9], double rel_tol, double out[9])
+{
+    double U[9], s[3], V[9];
+    csm_svd3_fast(A, U, s, V);
+    /* For a symmetric PSD matrix U = V and s >= 0 up to round-off; use |s|. */
+    double smax = fabs(s[0]);
+    int rank = 0;
+    double inv[3];
+    for (int k = 0; k < 3; k++) {
+        double sk = fabs(s[k]);
+        if (smax > 0 && sk > rel_tol * smax) {
+            inv[k] = 1.0 / sk;
+            rank++;
+        } else {
+            inv[k] = 0.0;
+        }
+    }
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            out[3 * r + c] = V[3 * r] * inv[0] * V[3 * c] + V[3 * r + 1] * inv[1] * V[3 * c + 1] +
+                             V[3 * r + 2] * inv[2] * V[3 * c + 2];
+    return rank;
+}

@@ -1,0 +1,27 @@
+/* 3x3 singular value decomposition and polar decomposition.
+
+   Both backends return the *signed* SVD A = U diag(s) V^T with U and V proper rotations
+   (det = +1), s[0] >= s[1] >= |s[2]|, and s[2] < 0 exactly when det A < 0. The rotation of the
+   polar decomposition is then R = U V^T, always a proper rotation: an inverted cluster
+   (det F < 0) yields the nearest rotation, never a reflection (DESIGN.md errata). */
+#ifndef CSM_SVD3_H
+#define CSM_SVD3_H
+
+typedef void (*csm_svd3_fn)(const double A[9], double U[9], double s[3], double V[9]);
+
+/* Fast closed-form backend: Jacobi eigen-decomposition of A^T A for V, then a Givens QR of A V
+   for U and s, so U is orthogonal by construction even for rank-deficient A. */
+void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9]);
+
+/* Reference backend: LAPACKE dgesvd, with signs arranged as above. */
+void csm_svd3_lapacke(const double A[9], double U[9], double s[3], double V[9]);
+
+/* Rotation of the polar decomposition A = R S through the given backend. */
+void csm_polar3(csm_svd3_fn svd, const double A[9], double R[9], double s[3]);
+
+/* Moore-Penrose pseudo-inverse of a symmetric positive semi-definite matrix (A_rr): singular
+   values below rel_tol * s_max are treated as zero. Returns the rank kept (3 for a proper
+   volume, 2 planar, 1 collinear, 0 a single point). */
+int csm_pinv_sym3(const double A[9], double rel_tol, double out[9]);
+
+#endif

@@ -1,0 +1,65 @@
+/* The data model (DESIGN.md): particles and clusters as structures of arrays. */
+#ifndef CSM_WORLD_H
+#define CSM_WORLD_H
+
+#include <stdint.h>
+
+#include "svd3.h"
+
+typedef struct csm_particles {
+    int32_t n;
+    double *x, *v;        /* [3n] world positions and velocities */
+    double *mass;         /* [n] */
+    double *inv_mass;     /* [n] 0 = pinned (kinematic) */
+    double *rest;         /* [3n] rest positions (initial undeformed shape) */
+    int32_t *object;      /* [n] which body */
+    double *goal, *x_prev; /* [3n] scratch: gathered goals, positions at the start of a step */
+    double *force;        /* [3n] external forces of the current step */
+} csm_particles;
+
+enum csm_cluster_state { CSM_CLUSTER_ACTIVE = 0, CSM_CLUSTER_FADING_OUT = 1, CSM_CLUSTER_FADING_IN = 2 };
+
+typedef struct csm_clusters {
+    int32_t k;            /* clusters */
+    int32_t m;            /* memberships */
+    /* cluster -> members, CSR */
+    int32_t *offset;      /* [k+1] */
+    int32_t *member;      /* [m] particle id */
+    int32_t *mcluster;    /* [m] cluster id of each membership (so a gather needs no search) */
+    double *weight;       /* [m] w_ic, sum over c of w_ic = 1 for every particle */
+    double *wmass;        /* [m] w_ic m_i, the mass a member lends its cluster (Falkenstein Eq 7) */
+    double *p;            /* [3m] rest offset p_ic from the cluster's rest centre of mass */
+    /* particle -> memberships, CSR */
+    int32_t *poff;        /* [n+1] */
+    int32_t *pmember;     /* [m] index into the member arrays */
+    /* per cluster state */
+    double *mass;         /* [k] sum of w_ic m_i */
+    double *A_rr_inv;     /* [9k] pseudo-inverse of sum w m p p^T */
+    int32_t *rank;        /* [k] rank of A_rr (3 unless planar, collinear or a single point) */
+    double *width;        /* [k] max |p_ic| (Bargteil-Jones Eq 5) */
+    double *Fp;           /* [9k] plastic deformation, I when none */
+    double *stress_alpha; /* [k] cumulative plastic stress (Falkenstein Eq 14) */
+    int32_t *state;       /* [k] enum csm_cluster_state */
+    int32_t *fade;        /* [k] fade counter */
+    /* last fit */
+    double *com;          /* [3k] x-bar */
+    double *F;            /* [9k] A_xr A_rr^-1 */
+    double *R;            /* [9k] rotation */
+    double *T;            /* [9k] goal transform: g_ic = T p_ic + x-bar (R F^p when rigid) */
+    double *sigma;        /* [3k] signed singular values of the matrix the rotation came from */
+} csm_clusters;
+
+int csm_particles_alloc(csm_particles *p, int32_t n);
+void csm_particles_free(csm_particles *p);
+
+/* Allocate k clusters with m memberships; the member arrays and offsets are filled by the caller
+   (a clustering method), then csm_clusters_finish builds the reverse CSR and the rest data. */
+int csm_clusters_alloc(csm_clusters *c, int32_t k, int32_t m, int32_t n);
+void csm_clusters_free(csm_clusters *c);
+
+/* Complete clusters whose offset/member/weight are set: particle -> membership CSR, wmass, rest
+   offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, width, F^p = I. Returns the
+   number of degenerate clusters (rank of A_rr below 3). */
+int csm_clusters_finish(csm_clusters *c, const csm_particles *p);
+
+#endif

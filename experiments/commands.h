@@ -1,0 +1,13 @@
+/* The `csm` subcommands (DESIGN.md "The command line"). Each returns the process exit status. */
+#ifndef CSM_COMMANDS_H
+#define CSM_COMMANDS_H
+
+/* Register every built-in plugin; call once before loading a config. */
+void csm_register_builtins(void);
+
+int csm_cmd_run(int argc, char **argv);
+int csm_cmd_check(int argc, char **argv);
+int csm_cmd_list(int argc, char **argv);
+int csm_cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,182 @@
+/* csm info: what a log holds. */
+#include "commands.h"
+
+#include "log.h"
+
+#include <hdf5.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int read_string_attr(hid_t obj, const char *name, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t t = H5Aget_type(a);
+    int rc = -1;
+    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
+        size_t len = H5Tget_size(t);
+        char *tmp = malloc(len + 1);
+        if (tmp && H5Aread(a, t, tmp) >= 0) {
+            tmp[len] = '\0';
+            snprintf(buf, size, "%s", tmp);
+            rc = 0;
+        }
+        free(tmp);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+static int64_t read_int_attr(hid_t obj, const char *name)
+{
+    int64_t v = -1;
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    H5Aread(a, H5T_NATIVE_INT64, &v);
+    H5Aclose(a);
+    return v;
+}
+
+/* Read a whole 1-D dataset of doubles or ints (converted); returns its length or -1. */
+static int64_t read_1d(hid_t file, const char *path, hid_t memtype, void **out)
+{
+    *out = NULL;
+    if (H5Lexists(file, path, H5P_DEFAULT) <= 0) return -1;
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dims[4] = {0};
+    int rank = H5Sget_simple_extent_ndims(sp);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    hsize_t total = 1;
+    for (int k = 0; k < rank; k++) total *= dims[k];
+    *out = malloc(H5Tget_size(memtype) * (total ? total : 1));
+    if (*out && total) H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out);
+    H5Sclose(sp);
+    H5Dclose(ds);
+    return (int64_t)total;
+}
+
+static herr_t print_object(hid_t obj, const char *name, const H5O_info_t *info, void *user)
+{
+    (void)user;
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    hid_t ds = H5Dopen2(obj, name, H5P_DEFAULT);
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dims[4] = {0};
+    int rank = H5Sget_simple_extent_ndims(sp);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    char shape[96] = "(";
+    for (int k = 0; k < rank; k++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%llu%s", (unsigned long long)dims[k],
+                 k + 1 < rank ? ", " : rank == 1 ? ",)" : ")");
+    char desc[512];
+    read_string_attr(ds, "description", desc, sizeof desc);
+    printf("  /%-32s %-16s %s\n", name, shape, desc);
+    H5Sclose(sp);
+    H5Dclose(ds);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int csm_cmd_info(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: csm info OUT.h5\n");
+        return 2;
+    }
+    const char *path = argv[1];
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0) {
+        fprintf(stderr, "csm: %s: not an HDF5 file (or unreadable)\n", path);
+        return 2;
+    }
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        fprintf(stderr, "csm: %s: cannot open the log\n", path);
+        return 1;
+    }
+    char s[4096];
+    printf("%s\n", path);
+    const char *attrs[] = {"name", "status", "csm_version", "git_commit", "integrator", "rotation", "svd",
+                           "clustering", "plasticity", "reclusterer", "config_file"};
+    for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
+        if (read_string_attr(f, attrs[k], s, sizeof s) == 0) printf("  %-14s %s\n", attrs[k], s);
+    printf("  %-14s %lld\n", "seed", (long long)read_int_attr(f, "seed"));
+    printf("  %-14s %lld\n", "threads", (long long)read_int_attr(f, "threads"));
+    int64_t n = read_int_attr(f, "particles");
+    double *time = NULL, *total = NULL;
+    int32_t *count = NULL, *members = NULL, *offsets = NULL;
+    int64_t T = read_1d(f, "/frames/time", H5T_NATIVE_DOUBLE, (void **)&time);
+    printf("  %-14s %lld\n", "particles", (long long)n);
+    printf("  %-14s %lld (frame 0 is the initial state)", "frames", (long long)T);
+    if (T > 0) printf(", t = %g .. %g s", time[0], time[T - 1]);
+    printf("\n");
+    int64_t Tc = read_1d(f, "/clusters/count", H5T_NATIVE_INT32, (void **)&count);
+    if (Tc > 0) {
+        int32_t k = count[Tc - 1];
+        int64_t m = read_1d(f, "/clusters/members", H5T_NATIVE_INT32, (void **)&members);
+        int64_t no = read_1d(f, "/clusters/offsets", H5T_NATIVE_INT32, (void **)&offsets);
+        if (m >= 0 && no >= k + 1 && n > 0) {
+            /* the last frame's CSR sits at the end of both arrays */
+            const int32_t *off = offsets + (no - (k + 1));
+            int32_t msz = off[k];
+            const int32_t *mem = members + (m - msz);
+            int32_t mn = INT32_MAX, mx = 0;
+            for (int32_t c = 0; c < k; c++) {
+                int32_t sz = off[c + 1] - off[c];
+                mn = sz < mn ? sz : mn;
+                mx = sz > mx ? sz : mx;
+            }
+            int32_t *per = calloc((size_t)n, sizeof *per);
+            for (int32_t j = 0; j < msz && per; j++)
+                if (mem[j] >= 0 && mem[j] < n) per[mem[j]]++;
+            int32_t pmn = INT32_MAX, pmx = 0;
+            for (int64_t i = 0; i < n && per; i++) {
+                pmn = per[i] < pmn ? per[i] : pmn;
+                pmx = per[i] > pmx ? per[i] : pmx;
+            }
+            printf("  %-14s %d (last frame); members per cluster %d / %.1f / %d (min/mean/max); "
+                   "clusters per particle %d / %.2f / %d\n",
+                   "clusters", k, k ? mn : 0, k ? (double)msz / k : 0.0, k ? mx : 0, pmn, (double)msz / n, pmx);
+            free(per);
+        }
+    }
+    int64_t Tt = read_1d(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
+    if (Tt > 1) {
+        /* frame 0 is the initial state: no step was timed */
+        int64_t cnt = Tt - 1;
+        double sum = 0;
+        for (int64_t k = 1; k < Tt; k++) sum += total[k];
+        qsort(total + 1, (size_t)cnt, sizeof *total, cmp_double);
+        printf("  %-14s %.4f mean, %.4f median ms/frame (/timings/total)\n", "timing", 1e3 * sum / cnt,
+               1e3 * total[1 + cnt / 2]);
+    }
+    printf("datasets:\n");
+    H5Ovisit(f, H5_INDEX_NAME, H5_ITER_NATIVE, print_object, NULL);
+    free(time);
+    free(total);
+    free(count);
+    free(members);
+    free(offsets);
+    H5Fclose(f);
+    /* A killed run never wrote its sidecar: write it now. */
+    char xmf[4096];
+    csm_log_xdmf_path(path, xmf, sizeof xmf);
+    FILE *probe = fopen(xmf, "r");
+    if (probe) {
+        fclose(probe);
+    } else {
+        csm_error err;
+        if (csm_log_write_xdmf(path, xmf, sizeof xmf, &err) == 0) printf("sidecar written: %s\n", xmf);
+    }
+    return 0;
+}

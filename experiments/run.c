@@ -1,0 +1,266 @@
+/* csm run and csm check. */
+#include "commands.h"
+
+#include "config.h"
+#include "kernel.h"
+#include "log.h"
+#include "sim.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct run_args {
+    const char *config;
+    const char *out;
+    const char **sets;
+    int nsets;
+    long frames; /* -1: from the config */
+    int threads;
+    int force;
+    char frames_set[64];
+} run_args;
+
+static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
+{
+    memset(a, 0, sizeof *a);
+    a->frames = -1;
+    a->sets = calloc((size_t)argc + 2, sizeof *a->sets);
+    if (!a->sets) abort();
+    for (int k = 1; k < argc; k++) {
+        const char *s = argv[k];
+        const char *next = k + 1 < argc ? argv[k + 1] : NULL;
+        if (!strcmp(s, "--set") && next) {
+            a->sets[a->nsets++] = next;
+            k++;
+        } else if (!strncmp(s, "--set=", 6)) {
+            a->sets[a->nsets++] = s + 6;
+        } else if (allow_run_options && (!strcmp(s, "-o") || !strcmp(s, "--output")) && next) {
+            a->out = next;
+            k++;
+        } else if (allow_run_options && !strcmp(s, "--frames") && next) {
+            char *end;
+            a->frames = strtol(next, &end, 10);
+            if (*end || a->frames < 0) {
+                fprintf(stderr, "csm: --frames %s: expected a non-negative integer\n", next);
+                return -1;
+            }
+            k++;
+        } else if (allow_run_options && !strcmp(s, "--threads") && next) {
+            char *end;
+            a->threads = (int)strtol(next, &end, 10);
+            if (*end || a->threads < 1) {
+                fprintf(stderr, "csm: --threads %s: expected a positive integer\n", next);
+                return -1;
+            }
+            k++;
+        } else if (allow_run_options && !strcmp(s, "--force")) {
+            a->force = 1;
+        } else if (s[0] == '-' && s[1]) {
+            fprintf(stderr, "csm: unknown or incomplete option '%s'\n", s);
+            return -1;
+        } else if (!a->config) {
+            a->config = s;
+        } else {
+            fprintf(stderr, "csm: unexpected argument '%s'\n", s);
+            return -1;
+        }
+    }
+    if (!a->config) {
+        fprintf(stderr, "csm: missing CONFIG\n");
+        return -1;
+    }
+    if (a->frames >= 0) {
+        snprintf(a->frames_set, sizeof a->frames_set, "time.frames=%ld", a->frames);
+        a->sets[a->nsets++] = a->frames_set;
+    }
+    return 0;
+}
+
+static char *out_override(const char *out)
+{
+    size_t len = strlen(out) + 32;
+    char *s = malloc(len);
+    if (!s) abort();
+    /* quoted so that a path is never read as a number or a mapping */
+    snprintf(s, len, "output.path=\"%s\"", out);
+    return s;
+}
+
+/* mkdir -p of the folder holding `path`. */
+static int make_parent(const char *path, csm_error *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return 0;
+    *slash = '\0';
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
+    return 0;
+}
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) { stop_requested = sig; }
+
+static void progress(const csm_sim *sim, int32_t frames, double started, double ms_frame)
+{
+    double elapsed = csm_now() - started;
+    double eta = sim->frame > 0 ? elapsed / sim->frame * (frames - sim->frame) : 0;
+    fprintf(stderr, "\rframe %d/%d  t = %.3f s  %.3f ms/frame  ETA %d:%02d   ", sim->frame, frames,
+            sim->w.time, ms_frame, (int)eta / 60, (int)eta % 60);
+}
+
+int csm_cmd_run(int argc, char **argv)
+{
+    run_args a;
+    if (parse_args(argc, argv, &a, 1)) {
+        free(a.sets);
+        fprintf(stderr, "usage: csm run CONFIG [-o OUT.h5] [--set key=value]... [--frames N] [--threads N] [--force]\n");
+        return 2;
+    }
+    char *outset = NULL;
+    if (a.out) a.sets[a.nsets++] = outset = out_override(a.out);
+    csm_error err = {{0}, 0};
+    csm_config cfg;
+    int rc = csm_config_load(a.config, a.sets, a.nsets, &cfg, &err);
+    free(a.sets);
+    free(outset);
+    if (rc) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        return err.code ? err.code : 2;
+    }
+    csm_set_threads(a.threads);
+    const char *path = cfg.output_path;
+    struct stat st;
+    if (stat(path, &st) == 0 && !a.force) {
+        fprintf(stderr, "csm: %s already exists (use --force to overwrite it)\n", path);
+        csm_config_free(&cfg);
+        return 2;
+    }
+    if (make_parent(path, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        csm_config_free(&cfg);
+        return 2;
+    }
+    csm_sim sim;
+    if (csm_sim_create(&cfg, &sim, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        csm_config_free(&cfg);
+        return err.code ? err.code : 1;
+    }
+    if (sim.w.degenerate_clusters > 0)
+        fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
+                        "inverted with a pseudo-inverse\n", sim.w.degenerate_clusters, sim.w.C.k);
+    csm_log *log;
+    if (csm_log_open(path, &sim, &log, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        csm_sim_destroy(&sim);
+        csm_config_free(&cfg);
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    int tty = isatty(STDERR_FILENO);
+    double started = csm_now(), last_print = 0, total_time = 0;
+    csm_diag d;
+    csm_diagnostics(&sim, &d);
+    int status = 0;
+    char status_text[1200] = "ok";
+    if (csm_log_frame(log, &sim, &d, &err)) {
+        status = 1;
+        snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
+    }
+    while (!status && sim.frame < cfg.frames) {
+        if (stop_requested) {
+            status = 130;
+            snprintf(status_text, sizeof status_text, "interrupted");
+            snprintf(err.msg, sizeof err.msg, "interrupted by signal %d at frame %d; the log keeps every frame written",
+                     (int)stop_requested, sim.frame);
+            break;
+        }
+        if (csm_sim_frame(&sim, &err)) {
+            status = err.code ? err.code : 1;
+            snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
+            break;
+        }
+        if (sim.frame % cfg.output_every == 0 || sim.frame == cfg.frames) {
+            csm_diagnostics(&sim, &d);
+            if (csm_log_frame(log, &sim, &d, &err)) {
+                status = 1;
+                snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
+                break;
+            }
+        }
+        total_time += sim.last.total;
+        if (tty && (csm_now() - last_print > 0.2 || sim.frame == cfg.frames)) {
+            progress(&sim, cfg.frames, started, 1e3 * total_time / sim.frame);
+            last_print = csm_now();
+        }
+    }
+    if (tty) fprintf(stderr, "\n");
+    csm_error cerr = {{0}, 0};
+    if (csm_log_close(log, status_text, &cerr) && !status) {
+        status = 1;
+        snprintf(err.msg, sizeof err.msg, "%s", cerr.msg);
+    }
+    char xmf[4096];
+    csm_log_xdmf_path(path, xmf, sizeof xmf);
+    if (status) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        fprintf(stderr, "csm: log (status '%.60s'): %s\n", status_text, path);
+    } else {
+        printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame\n", cfg.name, sim.w.P.n, sim.w.C.k,
+               sim.frame, sim.frame ? 1e3 * total_time / sim.frame : 0.0);
+        printf("log:     %s\nsidecar: %s\n", path, xmf);
+    }
+    csm_sim_destroy(&sim);
+    csm_config_free(&cfg);
+    return status;
+}
+
+int csm_cmd_check(int argc, char **argv)
+{
+    run_args a;
+    if (parse_args(argc, argv, &a, 0)) {
+        free(a.sets);
+        fprintf(stderr, "usage: csm check CONFIG [--set key=value]...\n");
+        return 2;
+    }
+    csm_error err = {{0}, 0};
+    csm_config cfg;
+    int rc = csm_config_load(a.config, a.sets, a.nsets, &cfg, &err);
+    free(a.sets);
+    if (rc) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        return err.code ? err.code : 2;
+    }
+    /* Build the scene too: sampling and clustering can fail on valid-looking input. */
+    csm_sim sim;
+    if (csm_sim_create(&cfg, &sim, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        csm_config_free(&cfg);
+        return err.code ? err.code : 1;
+    }
+    fputs(cfg.resolved, stdout);
+    fprintf(stderr, "csm: %s is valid: %d objects, %d particles, %d clusters, %d memberships\n", a.config,
+            cfg.nobjects, sim.w.P.n, sim.w.C.k, sim.w.C.m);
+    csm_sim_destroy(&sim);
+    csm_config_free(&cfg);
+    return 0;
+}

@@ -1,0 +1,5 @@
+/* Plasticity models (plugins). */
+#ifndef CSM_PLASTICITY_H
+#define CSM_PLASTICITY_H
+void csm_plasticity_register(void);
+#endif
