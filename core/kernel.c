@@ -2,6 +2,8 @@
 
 #include "csm_math.h"
 
+#include <string.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -101,6 +103,67 @@ void csm_goals_all(const csm_world *w, const double *x, double gamma, double *ou
     int32_t n = w->P.n;
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < n; i++) csm_goal_gather(w, x, i, gamma, &out[3 * i]);
+}
+
+/* Rigid velocity of cluster c: v_cm and omega = I^-1 L about the cluster's centre of mass. */
+static void cluster_rigid_velocity(const csm_clusters *C, const double *x, const double *v, int32_t c,
+                                   double out[9])
+{
+    double M = C->mass[c], com[3] = {0, 0, 0}, vcm[3] = {0, 0, 0};
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        int32_t i = C->member[j];
+        for (int d = 0; d < 3; d++) {
+            com[d] += C->wmass[j] * x[3 * i + d];
+            vcm[d] += C->wmass[j] * v[3 * i + d];
+        }
+    }
+    for (int d = 0; d < 3; d++) {
+        com[d] = M > 0 ? com[d] / M : 0;
+        vcm[d] = M > 0 ? vcm[d] / M : 0;
+    }
+    double L[3] = {0, 0, 0}, I[9] = {0};
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        int32_t i = C->member[j];
+        double r[3] = {x[3 * i] - com[0], x[3 * i + 1] - com[1], x[3 * i + 2] - com[2]}, rv[3];
+        double wm = C->wmass[j];
+        csm_v3_cross(r, &v[3 * i], rv);
+        double r2 = csm_v3_dot(r, r);
+        for (int a = 0; a < 3; a++) {
+            L[a] += wm * rv[a];
+            for (int b = 0; b < 3; b++) I[3 * a + b] += wm * ((a == b ? r2 : 0.0) - r[a] * r[b]);
+        }
+    }
+    /* a collinear or single-particle cluster has a singular inertia tensor */
+    double Iinv[9];
+    csm_pinv_sym3(I, 1e-12, Iinv);
+    memcpy(out, vcm, sizeof vcm);
+    csm_m3_mul_v3(Iinv, L, &out[3]);
+    memcpy(&out[6], com, sizeof com);
+}
+
+void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch)
+{
+    if (k <= 0) return;
+    const csm_clusters *C = &w->C;
+    int32_t nc = C->k, n = w->P.n;
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < nc; c++) cluster_rigid_velocity(C, x, v, c, &scratch[9 * c]);
+    /* Gather per particle (no atomics); v is only written after every cluster is measured. */
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (w->P.inv_mass[i] == 0.0) continue;
+        double dv[3] = {0, 0, 0};
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+            int32_t j = C->pmember[s];
+            int32_t c = C->mcluster[j];
+            const double *rv = &scratch[9 * c];
+            double r[3], wr[3];
+            for (int d = 0; d < 3; d++) r[d] = x[3 * i + d] - rv[6 + d];
+            csm_v3_cross(&rv[3], r, wr);
+            for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (rv[d] + wr[d] - v[3 * i + d]);
+        }
+        for (int d = 0; d < 3; d++) v[3 * i + d] += k * dv[d];
+    }
 }
 
 void csm_set_threads(int threads)

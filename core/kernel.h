@@ -29,6 +29,12 @@ static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double 
     g[2] = T[6] * p[0] + T[7] * p[1] + T[8] * p[2] + com[2];
 }
 
+/* Velocity damping towards each cluster's rigid motion (Müller et al. 2007, PBD Sec 3.5, with
+   the cluster weights w_ic): dv_i = sum_c w_ic (v_cm,c + omega_c x (x_i - xbar_c) - v_i),
+   v_i += k dv_i. Conserves linear and angular momentum; k = 0 does nothing, k = 1 makes every
+   cluster move rigidly. `scratch` holds 9 k doubles. */
+void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch);
+
 /* Set the number of threads used by the parallel loops (OpenMP); 0 keeps the default. */
 void csm_set_threads(int threads);
 int csm_get_threads(void);

@@ -7,11 +7,14 @@
 
 static const csm_param_spec shape_matching_params[] = {
     {"alpha", CSM_REAL, 0.5, 0, 1, "stiffness: fraction of the way to the goal per step (Müller 2005)", NULL, {0}, NULL, 0},
+    {"damping", CSM_REAL, 0, 0, 1, "velocity damping towards each cluster's rigid motion per step (0: none)", NULL, {0}, NULL, 0},
     CSM_PARAM_END,
 };
 
 typedef struct shape_matching {
-    double alpha;
+    double alpha, damping;
+    double *scratch; /* 9 per cluster, for damping */
+    int32_t scratch_k;
 } shape_matching;
 
 static int sm_create(const csm_plugin_cfg *cfg, void **state, csm_error *err)
@@ -19,14 +22,23 @@ static int sm_create(const csm_plugin_cfg *cfg, void **state, csm_error *err)
     shape_matching *s = malloc(sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     s->alpha = csm_cfg_num(cfg, "alpha");
+    s->damping = csm_cfg_num(cfg, "damping");
+    s->scratch = NULL;
+    s->scratch_k = 0;
     *state = s;
     return 0;
 }
 
+static void sm_destroy(void *state)
+{
+    shape_matching *s = state;
+    if (s) free(s->scratch);
+    free(s);
+}
+
 static int sm_step(csm_world *w, void *state, double h, csm_error *err)
 {
-    (void)err;
-    const shape_matching *s = state;
+    shape_matching *s = state;
     csm_particles *P = &w->P;
     csm_fit_all(w, P->x);
     csm_goals_all(w, P->x, 0.0, P->goal);
@@ -36,11 +48,22 @@ static int sm_step(csm_world *w, void *state, double h, csm_error *err)
     for (int32_t i = 0; i < n; i++) {
         double im = P->inv_mass[i];
         if (im == 0.0) continue; /* pinned */
-        for (int d = 0; d < 3; d++) {
-            double *v = &P->v[3 * i + d], *x = &P->x[3 * i + d];
-            *v += a * (P->goal[3 * i + d] - *x) + h * P->force[3 * i + d] * im;
-            *x += h * *v;
+        for (int d = 0; d < 3; d++)
+            P->v[3 * i + d] += a * (P->goal[3 * i + d] - P->x[3 * i + d]) + h * P->force[3 * i + d] * im;
+    }
+    if (s->damping > 0) {
+        if (s->scratch_k < w->C.k) { /* sized once, again only after reclustering grows k */
+            free(s->scratch);
+            s->scratch = malloc(sizeof(double) * 9 * (size_t)w->C.k);
+            if (!s->scratch) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+            s->scratch_k = w->C.k;
         }
+        csm_damp_velocities(w, P->x, P->v, s->damping, s->scratch);
+    }
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int d = 0; d < 3; d++) P->x[3 * i + d] += h * P->v[3 * i + d];
     }
     return 0;
 }
@@ -48,5 +71,5 @@ static int sm_step(csm_world *w, void *state, double h, csm_error *err)
 const csm_integrator csm_integrator_shape_matching = {
     "shape_matching",
     "Müller 2005 shape matching with clusters: springs towards goals, symplectic Euler",
-    shape_matching_params, sm_create, sm_step, free,
+    shape_matching_params, sm_create, sm_step, sm_destroy,
 };
