@@ -84,13 +84,14 @@ static hid_t h5type(int t)
 
 static int attr_string(hid_t obj, const char *name, const char *value)
 {
+    /* variable-length UTF-8: h5py returns str, not bytes */
     hid_t type = H5Tcopy(H5T_C_S1);
-    H5Tset_size(type, strlen(value) + 1);
+    H5Tset_size(type, H5T_VARIABLE);
     H5Tset_cset(type, H5T_CSET_UTF8);
     hid_t space = H5Screate(H5S_SCALAR);
     if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
     hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, type, value);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, type, &value);
     if (a >= 0) H5Aclose(a);
     H5Sclose(space);
     H5Tclose(type);

@@ -72,8 +72,40 @@ void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9])
         jacobi_rotate(S, V, 0, 2);
         jacobi_rotate(S, V, 1, 2);
     }
-    /* Order eigenvalues of A^T A descending (three compare-swaps). */
-    double e[3] = {S[0], S[4], S[8]};
+    /* Forming A^T A squares the condition number: eigenvectors of eigenvalues below
+       eps * lambda_max come out arbitrary. One-sided (Hestenes) Jacobi on B = A V, warm started
+       from V, orthogonalises B's columns at the accuracy of each column. */
+    double B[9];
+    csm_m3_mul(A, V, B);
+    for (int sweep = 0; sweep < 8; sweep++) {
+        int rotated = 0;
+        for (int p = 0; p < 2; p++)
+            for (int q = p + 1; q < 3; q++) {
+                double a = 0, b = 0, g = 0;
+                for (int k = 0; k < 3; k++) {
+                    a += B[3 * k + p] * B[3 * k + p];
+                    b += B[3 * k + q] * B[3 * k + q];
+                    g += B[3 * k + p] * B[3 * k + q];
+                }
+                if (g == 0.0 || fabs(g) <= 1e-15 * sqrt(a * b)) continue;
+                double zeta = (b - a) / (2.0 * g);
+                double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                double c = 1.0 / sqrt(1.0 + t * t), sn = c * t;
+                for (int k = 0; k < 3; k++) {
+                    double bp = B[3 * k + p], bq = B[3 * k + q];
+                    B[3 * k + p] = c * bp - sn * bq;
+                    B[3 * k + q] = sn * bp + c * bq;
+                    double vp = V[3 * k + p], vq = V[3 * k + q];
+                    V[3 * k + p] = c * vp - sn * vq;
+                    V[3 * k + q] = sn * vp + c * vq;
+                }
+                rotated = 1;
+            }
+        if (!rotated) break;
+    }
+    /* Order columns by norm, descending (three compare-swaps). */
+    double e[3];
+    for (int k = 0; k < 3; k++) e[k] = B[k] * B[k] + B[3 + k] * B[3 + k] + B[6 + k] * B[6 + k];
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < 2 - pass; k++)
             if (e[k] < e[k + 1]) {
@@ -81,12 +113,14 @@ void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9])
                 e[k] = e[k + 1];
                 e[k + 1] = t;
                 swap_columns(V, k, k + 1);
+                swap_columns(B, k, k + 1);
             }
     if (csm_m3_det(V) < 0)
-        for (int k = 0; k < 3; k++) V[3 * k + 2] = -V[3 * k + 2];
+        for (int k = 0; k < 3; k++) {
+            V[3 * k + 2] = -V[3 * k + 2];
+            B[3 * k + 2] = -B[3 * k + 2];
+        }
     /* B = A V has orthogonal columns; its QR gives U (a product of rotations) and s. */
-    double B[9];
-    csm_m3_mul(A, V, B);
     csm_m3_identity(U);
     givens_qr_step(B, U, 0, 1, 0);
     givens_qr_step(B, U, 0, 2, 0);

@@ -9,8 +9,9 @@
 
 typedef void (*csm_svd3_fn)(const double A[9], double U[9], double s[3], double V[9]);
 
-/* Fast closed-form backend: Jacobi eigen-decomposition of A^T A for V, then a Givens QR of A V
-   for U and s, so U is orthogonal by construction even for rank-deficient A. */
+/* Fast backend: Jacobi eigen-decomposition of A^T A for V, polished by one-sided Jacobi on A V
+   (accurate small singular values), then a Givens QR of A V for U and s, so U is orthogonal by
+   construction even for rank-deficient A. */
 void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9]);
 
 /* Reference backend: LAPACKE dgesvd, with signs arranged as above. */

@@ -16,7 +16,18 @@ static int read_string_attr(hid_t obj, const char *name, char *buf, size_t size)
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     hid_t t = H5Aget_type(a);
     int rc = -1;
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
+    if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t)) {
+        char *value = NULL;
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5T_CSET_UTF8);
+        if (H5Aread(a, mt, &value) >= 0 && value) {
+            snprintf(buf, size, "%s", value);
+            H5free_memory(value);
+            rc = 0;
+        }
+        H5Tclose(mt);
+    } else if (H5Tget_class(t) == H5T_STRING) {
         size_t len = H5Tget_size(t);
         char *tmp = malloc(len + 1);
         if (tmp && H5Aread(a, t, tmp) >= 0) {

@@ -1,0 +1,210 @@
+#define _DEFAULT_SOURCE /* mkstemps */
+/* Configs: every kind of bad input gives a one-line message naming file, line and key, with
+   exit code 2; good input resolves with defaults; --set overrides. */
+#include "check.h"
+
+#include "commands.h"
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GOOD_BASE                                                                                 \
+    "name: t\n"                                                                                   \
+    "objects:\n"                                                                                  \
+    "  - shape: {type: box, size: [1, 1, 1]}\n"                                                   \
+    "    sampling: {type: grid, spacing: 0.25}\n"                                                 \
+    "solver:\n"                                                                                   \
+    "  integrator: shape_matching\n"
+static const char *GOOD = GOOD_BASE "  alpha: 0.4\n";
+
+static char path[64];
+
+static const char *write_temp(const char *text, size_t len)
+{
+    snprintf(path, sizeof path, "/tmp/csm_test_XXXXXX.yaml");
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    assert_true(write(fd, text, len) == (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+/* Load `text`; expect failure with every NULL-terminated substring in the message. */
+static void expect_error_sets(const char *text, size_t len, const char *const *sets, int nsets, ...)
+{
+    csm_register_builtins();
+    const char *p = write_temp(text, len);
+    csm_config cfg;
+    csm_error err = {{0}, 0};
+    int rc = csm_config_load(p, sets, nsets, &cfg, &err);
+    unlink(p);
+    if (rc == 0) {
+        csm_config_free(&cfg);
+        fail_msg("config was accepted:\n%s", text);
+    }
+    assert_int_equal(err.code, 2);
+    assert_null(strchr(err.msg, '\n')); /* one line */
+    va_list ap;
+    va_start(ap, nsets);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) {
+        char want[256];
+        /* "@" stands for the temporary file's path */
+        if (s[0] == '@') snprintf(want, sizeof want, "%s%s", p, s + 1);
+        else snprintf(want, sizeof want, "%s", s);
+        if (!strstr(err.msg, want)) fail_msg("message '%s' lacks '%s'", err.msg, want);
+    }
+    va_end(ap);
+}
+
+#define EXPECT(text, ...) expect_error_sets(text, strlen(text), NULL, 0, __VA_ARGS__, NULL)
+
+static void test_good_config_resolves_defaults(void **state)
+{
+    (void)state;
+    csm_register_builtins();
+    const char *p = write_temp(GOOD, strlen(GOOD));
+    csm_config cfg;
+    csm_error err;
+    const char *sets[] = {"solver.alpha=0.25", "time.frames=7", "objects.0.position=[0, 2, 0]"};
+    if (csm_config_load(p, sets, 3, &cfg, &err)) fail_msg("%s", err.msg);
+    unlink(p);
+    assert_int_equal(cfg.frames, 7);
+    assert_close(cfg.dt, 1.0 / 60.0, 1e-15);
+    assert_close(csm_cfg_num(&cfg.integrator, "alpha"), 0.25, 0);
+    assert_close(csm_cfg_vec(&cfg.objects[0].body, "position")[1], 2.0, 0);
+    assert_string_equal(cfg.rotation.plugin->name, "polar_f");
+    assert_string_equal(cfg.clustering.plugin->name, "random_radius");
+    assert_non_null(strstr(cfg.resolved, "substeps: 1"));
+    assert_non_null(strstr(cfg.resolved, "alpha: 0.25"));
+    /* the resolved text is itself a config that resolves to the same text */
+    const char *p2 = write_temp(cfg.resolved, strlen(cfg.resolved));
+    csm_config again;
+    if (csm_config_load(p2, NULL, 0, &again, &err)) fail_msg("%s", err.msg);
+    unlink(p2);
+    assert_string_equal(again.resolved, cfg.resolved);
+    csm_config_free(&again);
+    csm_config_free(&cfg);
+}
+
+static void test_json_config(void **state)
+{
+    (void)state;
+    csm_register_builtins();
+    const char *json = "{\"objects\": [{\"shape\": {\"type\": \"sphere\", \"radius\": 0.5}}], \"seed\": 4}";
+    snprintf(path, sizeof path, "/tmp/csm_test_XXXXXX.json");
+    int fd = mkstemps(path, 5);
+    assert_true(write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+    close(fd);
+    csm_config cfg;
+    csm_error err;
+    if (csm_config_load(path, NULL, 0, &cfg, &err)) fail_msg("%s", err.msg);
+    unlink(path);
+    assert_int_equal(cfg.seed, 4);
+    csm_config_free(&cfg);
+}
+
+static void test_files(void **state)
+{
+    (void)state;
+    csm_register_builtins();
+    csm_config cfg;
+    csm_error err;
+    assert_int_not_equal(csm_config_load("/nonexistent/x.yaml", NULL, 0, &cfg, &err), 0);
+    assert_int_equal(err.code, 2);
+    assert_non_null(strstr(err.msg, "/nonexistent/x.yaml: cannot open config"));
+    assert_int_not_equal(csm_config_load("/tmp", NULL, 0, &cfg, &err), 0);
+    assert_non_null(strstr(err.msg, "is a directory"));
+    expect_error_sets("", 0, NULL, 0, "@:1: empty config", NULL);
+    expect_error_sets("# only a comment\n", 17, NULL, 0, "empty config", NULL);
+    expect_error_sets("name: a\n\0\x01\x02garbage", 20, NULL, 0, "@:2: binary data", NULL);
+}
+
+static void test_syntax(void **state)
+{
+    (void)state;
+    EXPECT("objects: [\n  {shape: {type: box}\n", "@:");
+    EXPECT("- just\n- a list\n", "@:1: a config must be a mapping");
+    EXPECT("name: a\nname: b\n", "@:2: duplicate key 'name' (first given on line 1)");
+    EXPECT("a: &x 1\nb: *x\n", "aliases are not supported");
+}
+
+static void test_keys(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text, "%ssolvr: {alpha: 0.1}\n", GOOD);
+    EXPECT(text, "@:8: unknown key solvr (did you mean 'solver'?)");
+    snprintf(text, sizeof text, "%s  alpah: 0.1\n", GOOD);
+    EXPECT(text, "@:8: unknown key solver.alpah (did you mean 'alpha'?)");
+    snprintf(text, sizeof text, "%s  zzzzzzz: 1\n", GOOD);
+    EXPECT(text, "unknown key solver.zzzzzzz (valid keys:");
+    EXPECT("name: x\n", "objects is required");
+    EXPECT("objects: []\n", "objects must be a non-empty list");
+    EXPECT("objects:\n  - mass: 1\n", "@:2: objects[0].shape is required");
+    EXPECT("objects:\n  - shape: {size: [1, 1, 1]}\n", "objects[0].shape.type is required (one of: box, sphere");
+    EXPECT("objects:\n  - shape: {type: box}\n    pinned: {below: {axis: y}}\n", "objects[0].pinned.below.value is required");
+}
+
+static void test_values(void **state)
+{
+    (void)state;
+    char text[1024];
+    const char *cases[][2] = {
+        {"  alpha: 1.7\n", "@:7: solver.alpha = 1.7 is outside [0, 1]"},
+        {"  alpha: abc\n", "@:7: solver.alpha = 'abc' is not a number"},
+        {"  alpha: \"0.5\"\n", "solver.alpha = '0.5' is not a number"},
+        {"  alpha: .nan\n", "@:7: solver.alpha = .nan is not a finite number"},
+        {"  alpha: .inf\n", "solver.alpha = .inf is not a finite number"},
+        {"  alpha: 1e400\n", "solver.alpha = 1e400 is not a finite number"},
+        {"  alpha: [1, 2]\n", "solver.alpha must be a number"},
+        {"  rotation: polar_q\n", "@:7: solver.rotation = 'polar_q' is not a known rotation (valid: polar_apq, polar_f)"},
+        {"  svd: eigen\n", "solver.svd = 'eigen' is not one of fast|lapacke"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        snprintf(text, sizeof text, "%s%s", GOOD_BASE, cases[k][0]);
+        EXPECT(text, cases[k][1]);
+    }
+    EXPECT("objects:\n  - shape: {type: box}\nsolver: {integrator: verlet}\n",
+           "@:3: solver.integrator = 'verlet' is not a known integrator (valid: shape_matching");
+    EXPECT("time: {frames: 2.5}\nobjects:\n  - shape: {type: box}\n", "@:1: time.frames = 2.5 must be an integer");
+    EXPECT("time: {dt: 0}\nobjects:\n  - shape: {type: box}\n", "time.dt = 0 is outside");
+    EXPECT("objects:\n  - shape: {type: box, size: [1, 1]}\n", "@:2: objects[0].shape.size must be a list of three numbers");
+    EXPECT("objects:\n  - shape: {type: blob}\n", "objects[0].shape.type = 'blob' is not one of: box, sphere, cylinder, torus, points");
+    EXPECT("objects:\n  - shape: {type: box}\n    deform: [[1, 0], [0, 1]]\n", "objects[0].deform must be a 3x3 matrix");
+    EXPECT("objects:\n  - shape: {type: box}\nforces: [{type: magnet}]\n", "forces[0].type = 'magnet' is not a known force (valid: gravity");
+    EXPECT("objects:\n  - shape: {type: box}\nforces: [{g: [0, 1, 0]}]\n", "forces[0].type is required");
+    EXPECT("objects:\n  - shape: {type: box}\ncolliders: [{type: plane, restitution: 2}]\n",
+           "@:3: colliders[0].restitution = 2 is outside [0, 1]");
+    EXPECT("objects:\n  - shape: {type: box}\nplasticity: {model: jones}\n", "plasticity.model = 'jones' is not a known plasticity");
+    EXPECT("objects:\n  - shape: {type: box}\noutput: {every: 0}\n", "output.every = 0 is outside");
+    EXPECT("objects:\n  - shape: {type: box}\nplugins: [/nonexistent/libx.so]\n", "@:3: cannot load plugin /nonexistent/libx.so");
+}
+
+static void test_overrides(void **state)
+{
+    (void)state;
+    const char *bad[] = {"solver.alpha=2"};
+    expect_error_sets(GOOD, strlen(GOOD), bad, 1, "--set #1: solver.alpha = 2 is outside [0, 1]", NULL);
+    const char *noeq[] = {"solver.alpha"};
+    expect_error_sets(GOOD, strlen(GOOD), noeq, 1, "--set solver.alpha: expected key.path=value", NULL);
+    const char *index[] = {"objects.3.mass=1"};
+    expect_error_sets(GOOD, strlen(GOOD), index, 1, "'3' is not an index of a list of 1", NULL);
+    const char *unknown[] = {"solver.betta=1"};
+    expect_error_sets(GOOD, strlen(GOOD), unknown, 1, "--set #1: unknown key solver.betta", NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_config_resolves_defaults),
+        cmocka_unit_test(test_json_config),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_syntax),
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_overrides),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

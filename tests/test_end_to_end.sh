@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# csm run on the default experiment writes a log that h5py reads with the expected shapes, and
+# the dropped cube comes to rest above the ground plane.
+set -eu
+csm=$1
+root=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/drop.h5" >"$tmp/out.txt"
+/usr/bin/python3 - "$tmp/drop.h5" <<'PY'
+import sys
+import h5py
+import numpy as np
+
+failed = []
+def check(cond, what):
+    (print("ok:", what) if cond else failed.append(what))
+
+f = h5py.File(sys.argv[1], "r")
+n = f["/rest/positions"].shape[0]
+T = f["/frames/time"].shape[0]
+frames = int(f.attrs["frames"])
+check(f.attrs["status"] == "ok", "status ok")
+check(T == 241 and frames == 241, "241 frames (frame 0 + 240)")
+check(f["/frames/positions"].shape == (T, n, 3), "positions (T, n, 3)")
+check(f["/frames/velocities"].shape == (T, n, 3), "velocities (T, n, 3)")
+check(f["/rest/mass"].shape == (n,) and f["/rest/object"].shape == (n,), "rest mass and object (n,)")
+for name in ["kinetic_energy", "potential_energy", "elastic_energy", "max_strain", "volume_ratio"]:
+    check(f["/diagnostics/" + name].shape == (T,), name + " (T,)")
+for name in ["linear_momentum", "angular_momentum", "center_of_mass"]:
+    check(f["/diagnostics/" + name].shape == (T, 3), name + " (T, 3)")
+for name in ["dynamics", "plasticity", "reclustering", "embedding", "total"]:
+    check(f["/timings/" + name].shape == (T,), "timings " + name)
+k = f["/clusters/count"][:]
+check(k.shape == (T,) and k.min() > 0, "cluster count per frame")
+fo = f["/clusters/frame_offset"][:]
+check(fo.shape == (T + 1,) and fo[-1] == f["/clusters/members"].shape[0], "frame_offset indexes members")
+fc = f["/clusters/frame_cluster"][:]
+check(fc[-1] == f["/clusters/com"].shape[0] == f["/clusters/R"].shape[0], "frame_cluster indexes com and R")
+w = f["/clusters/weights"][fo[-2]:fo[-1]]
+m = f["/clusters/members"][fo[-2]:fo[-1]]
+check(np.allclose(np.bincount(m, weights=w, minlength=n), 1.0), "weights of each particle sum to 1")
+R = f["/clusters/R"][fc[-2]:fc[-1]]
+check(np.allclose(np.linalg.det(R), 1.0), "rotations are proper")
+for attr in ["csm_version", "git_commit", "config", "seed", "integrator", "rotation", "plasticity",
+             "reclusterer", "solver.alpha", "solver.damping"]:
+    check(attr in f.attrs, "root attribute " + attr)
+x = f["/frames/positions"]
+check(np.allclose(x[0], f["/rest/positions"][:] ), "frame 0 is the initial (undeformed) state")
+check(f["/frames/time"][0] == 0.0, "frame 0 at t = 0")
+ke = f["/diagnostics/kinetic_energy"][:]
+com = f["/diagnostics/center_of_mass"][:]
+check(x[-1][:, 1].min() >= -1e-9, "no particle below the ground at the end (%.3g)" % x[-1][:, 1].min())
+check(ke[-1] < 0.02 * ke.max(), "at rest: final kinetic energy %.3g J vs peak %.3g J" % (ke[-1], ke.max()))
+check(0.35 < com[-1, 1] < 0.55, "resting centre of mass height %.3f (cube of side 1)" % com[-1, 1])
+if failed:
+    print("FAILED:", *failed, sep="\n  ")
+    sys.exit(1)
+PY
+"$csm" info "$tmp/drop.h5" | grep -q "status         ok"
+echo "end to end: ok"

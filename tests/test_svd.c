@@ -1,0 +1,174 @@
+/* The fast 3x3 SVD held to LAPACKE dgesvd on random, near-singular, inverted and rank-deficient
+   matrices; polar rotations are proper; the A_rr pseudo-inverse. */
+#include "check.h"
+
+#include "csm_math.h"
+#include "rng.h"
+#include "svd3.h"
+
+#include <string.h>
+
+static void random_rotation(csm_rng *r, double R[9])
+{
+    /* from a random unit quaternion */
+    double q[4], n = 0;
+    for (int k = 0; k < 4; k++) {
+        q[k] = 2 * csm_rng_uniform(r) - 1;
+        n += q[k] * q[k];
+    }
+    n = sqrt(n);
+    for (int k = 0; k < 4; k++) q[k] /= n;
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    double M[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+                   2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                   2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)};
+    memcpy(R, M, sizeof M);
+}
+
+/* A = Q1 diag(s) Q2^T with chosen singular values. */
+static void make_matrix(csm_rng *r, const double s[3], double A[9])
+{
+    double Q1[9], Q2[9], D[9] = {s[0], 0, 0, 0, s[1], 0, 0, 0, s[2]};
+    random_rotation(r, Q1);
+    random_rotation(r, Q2);
+    csm_m3_mul(Q1, D, A);
+    csm_m3_mul_bt(A, Q2, A);
+}
+
+static void check_decomposition(const double A[9], csm_svd3_fn svd, double s_out[3], double R_out[9])
+{
+    double U[9], s[3], V[9], D[9] = {0}, B[9], I[9];
+    svd(A, U, s, V);
+    double scale = csm_m3_frobenius(A) + 1e-300;
+    D[0] = s[0];
+    D[4] = s[1];
+    D[8] = s[2];
+    csm_m3_mul(U, D, B);
+    csm_m3_mul_bt(B, V, B);
+    for (int k = 0; k < 9; k++) assert_close(B[k], A[k], 1e-12 * scale);
+    csm_m3_mul_at(U, U, I);
+    for (int k = 0; k < 9; k++) assert_close(I[k], k % 4 == 0 ? 1.0 : 0.0, 1e-12);
+    csm_m3_mul_at(V, V, I);
+    for (int k = 0; k < 9; k++) assert_close(I[k], k % 4 == 0 ? 1.0 : 0.0, 1e-12);
+    assert_close(csm_m3_det(U), 1.0, 1e-12);
+    assert_close(csm_m3_det(V), 1.0, 1e-12);
+    assert_true(s[0] >= s[1] - 1e-12 * scale && s[1] >= fabs(s[2]) - 1e-12 * scale);
+    memcpy(s_out, s, 3 * sizeof(double));
+    csm_m3_mul_bt(U, V, R_out);
+}
+
+static void compare_backends(const double A[9])
+{
+    double sf[3], sl[3], Rf[9], Rl[9];
+    check_decomposition(A, csm_svd3_fast, sf, Rf);
+    check_decomposition(A, csm_svd3_lapacke, sl, Rl);
+    double scale = csm_m3_frobenius(A) + 1e-300;
+    for (int k = 0; k < 3; k++) assert_close(sf[k], sl[k], 1e-12 * scale);
+    /* The polar rotation is unique when the two smallest signed singular values are distinct
+       and not both zero: s1 + s2 > 0. */
+    if (sf[1] + sf[2] > 1e-6 * scale)
+        for (int k = 0; k < 9; k++) assert_close(Rf[k], Rl[k], 1e-7);
+    /* Either way it is a proper rotation, never a reflection. */
+    assert_close(csm_m3_det(Rf), 1.0, 1e-12);
+    assert_close(csm_m3_det(Rl), 1.0, 1e-12);
+}
+
+static void test_random(void **state)
+{
+    (void)state;
+    csm_rng r;
+    csm_rng_seed(&r, 42, 1);
+    for (int t = 0; t < 5000; t++) {
+        double A[9];
+        for (int k = 0; k < 9; k++) A[k] = 4 * csm_rng_uniform(&r) - 2;
+        compare_backends(A);
+    }
+}
+
+static void test_near_singular_and_rank_deficient(void **state)
+{
+    (void)state;
+    csm_rng r;
+    csm_rng_seed(&r, 7, 2);
+    const double spectra[][3] = {
+        {1, 1, 1e-9}, {1, 1e-9, 1e-12}, {2, 1, 0}, {3, 0, 0}, {0, 0, 0}, {1, 1, 1},
+        {5, 5, 1}, {1, 1 - 1e-9, 1e-3}, {1e6, 1, 1e-6}, {1, 0.5, 1e-15},
+    };
+    for (size_t k = 0; k < sizeof spectra / sizeof spectra[0]; k++)
+        for (int t = 0; t < 300; t++) {
+            double A[9];
+            make_matrix(&r, spectra[k], A);
+            compare_backends(A);
+        }
+}
+
+static void test_inverted(void **state)
+{
+    (void)state;
+    csm_rng r;
+    csm_rng_seed(&r, 9, 3);
+    for (int t = 0; t < 2000; t++) {
+        double s[3] = {1 + csm_rng_uniform(&r), 0.5 + 0.5 * csm_rng_uniform(&r), -(0.01 + 0.4 * csm_rng_uniform(&r))};
+        double A[9], sf[3], R[9];
+        make_matrix(&r, s, A);
+        assert_true(csm_m3_det(A) < 0);
+        compare_backends(A);
+        check_decomposition(A, csm_svd3_fast, sf, R);
+        assert_true(sf[2] < 0); /* the sign of det A is carried by the smallest value */
+    }
+    /* a pure reflection gives a proper rotation */
+    double Mx[9] = {-1, 0, 0, 0, 1, 0, 0, 0, 1}, R[9], sv[3];
+    csm_polar3(csm_svd3_fast, Mx, R, sv);
+    assert_close(csm_m3_det(R), 1.0, 1e-12);
+}
+
+static void test_polar_of_rotation_times_stretch(void **state)
+{
+    (void)state;
+    csm_rng r;
+    csm_rng_seed(&r, 11, 4);
+    for (int t = 0; t < 1000; t++) {
+        double Q[9], S[9] = {0}, A[9], R[9], sv[3];
+        random_rotation(&r, Q);
+        double P[9];
+        random_rotation(&r, P);
+        double d[9] = {1 + csm_rng_uniform(&r), 0, 0, 0, 1 + csm_rng_uniform(&r), 0, 0, 0, 1 + csm_rng_uniform(&r)};
+        csm_m3_mul(P, d, S);
+        csm_m3_mul_bt(S, P, S); /* symmetric positive definite */
+        csm_m3_mul(Q, S, A);
+        csm_polar3(csm_svd3_fast, A, R, sv);
+        for (int k = 0; k < 9; k++) assert_close(R[k], Q[k], 1e-10);
+    }
+}
+
+static void test_pinv(void **state)
+{
+    (void)state;
+    double planar[9] = {2, 1, 0, 1, 3, 0, 0, 0, 0}, line[9] = {4, 0, 0, 0, 0, 0, 0, 0, 0}, zero[9] = {0};
+    double full[9] = {4, 1, 0.5, 1, 3, 0.2, 0.5, 0.2, 2}, out[9], AXA[9];
+    assert_int_equal(csm_pinv_sym3(full, 1e-10, out), 3);
+    double inv[9];
+    csm_m3_inverse(full, inv);
+    for (int k = 0; k < 9; k++) assert_close(out[k], inv[k], 1e-12);
+    assert_int_equal(csm_pinv_sym3(planar, 1e-10, out), 2);
+    csm_m3_mul(planar, out, AXA);
+    csm_m3_mul(AXA, planar, AXA); /* A A+ A = A */
+    for (int k = 0; k < 9; k++) assert_close(AXA[k], planar[k], 1e-12);
+    assert_close(out[8], 0.0, 1e-300);
+    assert_int_equal(csm_pinv_sym3(line, 1e-10, out), 1);
+    assert_close(out[0], 0.25, 1e-15);
+    assert_int_equal(csm_pinv_sym3(zero, 1e-10, out), 0);
+    for (int k = 0; k < 9; k++) assert_close(out[k], 0.0, 0.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_near_singular_and_rank_deficient),
+        cmocka_unit_test(test_inverted),
+        cmocka_unit_test(test_polar_of_rotation_times_stretch),
+        cmocka_unit_test(test_pinv),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
