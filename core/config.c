@@ -1117,7 +1117,10 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
     static const char *const top_sections[] = {"time", "objects", "clustering", "solver", "plasticity",
                                                "recluster", "forces", "colliders", "output", "plugins", NULL};
     csm_value top[3] = {{0}};
-    if (parse_fixed(root, "", top_params, top_sections, top, err)) goto fail;
+    if (parse_fixed(root, "", top_params, top_sections, top, err)) {
+        free(top[0].str);
+        goto fail;
+    }
     if (!top[0].given || !top[0].str[0]) {
         /* the default name is the config's file name without folder and extension */
         const char *base = strrchr(path, '/');

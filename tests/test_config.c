@@ -118,7 +118,8 @@ static void test_files(void **state)
     assert_non_null(strstr(err.msg, "is a directory"));
     expect_error_sets("", 0, NULL, 0, "@:1: empty config", NULL);
     expect_error_sets("# only a comment\n", 17, NULL, 0, "empty config", NULL);
-    expect_error_sets("name: a\n\0\x01\x02garbage", 20, NULL, 0, "@:2: binary data", NULL);
+    static const char binary[] = "name: a\n\0\x01\x02garbage";
+    expect_error_sets(binary, sizeof binary - 1, NULL, 0, "@:2: binary data", NULL);
 }
 
 static void test_syntax(void **state)
