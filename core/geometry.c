@@ -108,7 +108,10 @@ static void sample_grid(const csm_object_cfg *o, const double half[3], double h,
             for (int32_t k = 0; k < cnt[2]; k++) {
                 double q[3] = {(i - 0.5 * (cnt[0] - 1)) * h, (j - 0.5 * (cnt[1] - 1)) * h,
                                (k - 0.5 * (cnt[2] - 1)) * h};
-                if (csm_shape_inside(o, q)) push_point(out, q);
+                /* lattice points on the surface ((0.3, 0.4, 0) on a ball of 0.5) must not be lost
+                   to round-off, or symmetric shapes sample asymmetrically */
+                double shrunk[3] = {q[0] * (1 - 1e-9), q[1] * (1 - 1e-9), q[2] * (1 - 1e-9)};
+                if (csm_shape_inside(o, shrunk)) push_point(out, q);
             }
 }
 
