@@ -709,9 +709,9 @@ static int parse_plugin_section(csm_node *map, const char *path, csm_kind kind,
         d->key = dupstr(selector, strlen(selector));
         node_append(map, d);
     }
-    const csm_plugin_head *others[CSM_MAX_PARAMS + 40];
+    const csm_plugin_head *others[CSM_MAX_PLUGINS + 1];
     int no = 0;
-    for (int k = 0; k < csm_registry_count(kind) && no < (int)(sizeof others / sizeof others[0]) - 1; k++)
+    for (int k = 0; k < csm_registry_count(kind); k++)
         if (csm_registry_at(kind, k) != p) others[no++] = csm_registry_at(kind, k);
     others[no] = NULL;
     const char *also[8] = {selector, NULL};
@@ -910,19 +910,18 @@ static void emit_scalar(strbuf *b, const csm_node *n)
     sb_printf(b, "\"");
 }
 
+/* Emitted inline: scalars, empty mappings, and sequences whose items are scalars or sequences of
+   scalars (vectors, matrices, point lists). */
 static int is_flat(const csm_node *n)
 {
     if (n->kind == CSM_NODE_SCALAR) return 1;
     if (n->kind == CSM_NODE_MAP) return n->nchild == 0;
-    for (int k = 0; k < n->nchild; k++)
-        if (n->child[k]->kind == CSM_NODE_MAP || !is_flat(n->child[k])) {
-            if (n->child[k]->kind == CSM_NODE_SEQ) {
-                for (int j = 0; j < n->child[k]->nchild; j++)
-                    if (n->child[k]->child[j]->kind != CSM_NODE_SCALAR) return 0;
-                continue;
-            }
-            return 0;
-        }
+    for (int k = 0; k < n->nchild; k++) {
+        const csm_node *c = n->child[k];
+        if (c->kind == CSM_NODE_MAP) return 0;
+        for (int j = 0; c->kind == CSM_NODE_SEQ && j < c->nchild; j++)
+            if (c->child[j]->kind != CSM_NODE_SCALAR) return 0;
+    }
     return 1;
 }
 
@@ -942,22 +941,28 @@ static void emit_flow(strbuf *b, const csm_node *n)
     }
 }
 
-static void emit_block(strbuf *b, const csm_node *n, int indent)
+/* Block style; `inline_first` continues the current line ("- " of a list item) with the first
+   key of a mapping. */
+static void emit_block(strbuf *b, const csm_node *n, int indent, int inline_first)
 {
     for (int k = 0; k < n->nchild; k++) {
         const csm_node *c = n->child[k];
+        int pad = k == 0 && inline_first ? 0 : indent;
         if (n->kind == CSM_NODE_MAP) {
-            sb_printf(b, "%*s%s:", indent, "", c->key);
+            sb_printf(b, "%*s%s:", pad, "", c->key);
         } else {
-            sb_printf(b, "%*s-", indent, "");
+            sb_printf(b, "%*s-", pad, "");
         }
         if (is_flat(c)) {
             sb_printf(b, " ");
             emit_flow(b, c);
             sb_printf(b, "\n");
+        } else if (n->kind == CSM_NODE_SEQ && c->kind == CSM_NODE_MAP) {
+            sb_printf(b, " ");
+            emit_block(b, c, indent + 2, 1);
         } else {
             sb_printf(b, "\n");
-            emit_block(b, c, indent + 2);
+            emit_block(b, c, indent + 2, 0);
         }
     }
 }
@@ -1235,7 +1240,7 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
     cfg->output_goals = ov[2].num != 0;
 
     strbuf b = {0};
-    emit_block(&b, cfg->root, 0);
+    emit_block(&b, cfg->root, 0, 0);
     cfg->resolved = b.s ? b.s : dupstr("", 0);
     return 0;
 fail:

@@ -53,6 +53,8 @@ typedef struct csm_value {
 } csm_value;
 
 #define CSM_MAX_PARAMS 32
+/* Plugins of one kind the registry holds. */
+#define CSM_MAX_PLUGINS 64
 
 /* A plugin selected by a config section, with its resolved parameter values. */
 typedef struct csm_plugin_cfg {

@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CSM_MAX_PLUGINS 64
-
 static const csm_plugin_head *registry[CSM_KIND_COUNT][CSM_MAX_PLUGINS];
 static int registry_count[CSM_KIND_COUNT];
 
