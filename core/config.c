@@ -91,6 +91,7 @@ static const csm_param_spec body_params[] = {
     {"angular_velocity", CSM_VEC3, 0, -1e9, 1e9, "initial angular velocity about the centroid", NULL, {0, 0, 0}, NULL, 0},
     CSM_PARAM_END,
 };
+static const csm_param_spec pin_index_spec = {"indices", CSM_INT, 0, 0, 2147483647, "particle index", NULL, {0}, NULL, 0};
 static const csm_param_spec pin_params[] = {
     {"axis", CSM_ENUM, 1, 0, 2, "world axis", "x|y|z", {0}, NULL, 0},
     {"value", CSM_REAL, 0, -1e9, 1e9, "world coordinate at t = 0", NULL, {0}, NULL, CSM_PARAM_REQUIRED},
@@ -100,6 +101,10 @@ static const csm_param_spec pin_params[] = {
 const csm_param_spec csm_solver_common_params[] = {
     {"rotation", CSM_STRING, 0, 0, 0, "rotation extractor", NULL, {0}, "polar_f", 0},
     {"svd", CSM_ENUM, 0, 0, 1, "3x3 SVD backend", "fast|lapacke", {0}, NULL, 0},
+    {"mode", CSM_ENUM, 0, 0, 2,
+     "goal deformation (Müller 2005): rigid R, linear beta A + (1 - beta) R, quadratic 9-term fit", "rigid|linear|quadratic",
+     {0}, NULL, 0},
+    {"beta", CSM_REAL, 0, 0, 1, "how much of the linear / quadratic fit the goals keep (0: rigid)", NULL, {0}, NULL, 0},
     CSM_PARAM_END,
 };
 
@@ -718,6 +723,7 @@ static int parse_plugin_section(csm_node *map, const char *path, csm_kind kind,
     for (int k = 0; extra && extra[k] && k < 6; k++) also[k + 1] = extra[k];
     section_ctx sc = {path, p->params, also, others, p->name};
     out->plugin = p;
+    out->src = map->src;
     out->line = map->line;
     return parse_section(map, &sc, out->values, err);
 }
@@ -752,6 +758,7 @@ static int parse_kind_section(csm_node *map, const char *path, const csm_plugin_
     const char *also[] = {"type", NULL};
     section_ctx sc = {path, kinds[*which].params, also, others, kinds[*which].name};
     out->plugin = &kinds[*which];
+    out->src = map->src;
     out->line = map->line;
     return parse_section(map, &sc, out->values, err);
 }
@@ -990,13 +997,26 @@ static int parse_object(csm_node *on, int index, csm_object_cfg *o, csm_error *e
         return -1;
     csm_node *pinned = map_get(on, "pinned");
     if (pinned) {
-        if (pinned->kind != CSM_NODE_MAP) FAIL_AT(err, pinned, "%s.pinned must be a mapping {below: ..., above: ...}", path);
+        if (pinned->kind != CSM_NODE_MAP)
+            FAIL_AT(err, pinned, "%s.pinned must be a mapping {below: ..., above: ..., indices: [...]}", path);
         for (int c = 0; c < pinned->nchild; c++) {
             csm_node *pn = pinned->child[c];
-            int side = strcmp(pn->key, "below") == 0 ? 0 : strcmp(pn->key, "above") == 0 ? 1 : -1;
-            if (side < 0) FAIL_AT(err, pn, "unknown key %s.pinned.%s (valid keys: below, above)", path, pn->key);
-            csm_value v[3] = {0};
             snprintf(sub, sizeof sub, "%s.pinned.%s", path, pn->key);
+            if (strcmp(pn->key, "indices") == 0) { /* particle indices within the object */
+                if (pn->kind != CSM_NODE_SEQ || pn->nchild == 0)
+                    FAIL_AT(err, pn, "%s must be a non-empty list of particle indices", sub);
+                o->pin_index = calloc((size_t)pn->nchild, sizeof *o->pin_index);
+                if (!o->pin_index) abort();
+                for (int k = 0; k < pn->nchild; k++) {
+                    csm_value v = {0};
+                    if (parse_value(pn->child[k], sub, &pin_index_spec, &v, err)) return -1;
+                    o->pin_index[o->npin_index++] = (int32_t)v.num;
+                }
+                continue;
+            }
+            int side = strcmp(pn->key, "below") == 0 ? 0 : strcmp(pn->key, "above") == 0 ? 1 : -1;
+            if (side < 0) FAIL_AT(err, pn, "unknown key %s (valid keys: below, above, indices)", sub);
+            csm_value v[3] = {0};
             if (parse_fixed(pn, sub, pin_params, NULL, v, err)) return -1;
             o->pin_axis[side] = (int)v[0].num;
             o->pin_value[side] = v[1].num;
@@ -1039,6 +1059,7 @@ void csm_config_free(csm_config *cfg)
         free_values(&cfg->objects[k].shape);
         free_values(&cfg->objects[k].sampling);
         free_values(&cfg->objects[k].body);
+        free(cfg->objects[k].pin_index);
     }
     free(cfg->objects);
     free_values(&cfg->clustering);
@@ -1179,8 +1200,7 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
     }
     {
         csm_node *rot = map_get(solver, "rotation");
-        csm_node *svd = map_get(solver, "svd");
-        static const char *const common[] = {"rotation", "svd", NULL};
+        static const char *const common[] = {"rotation", "svd", "mode", "beta", NULL};
         if (parse_plugin_section(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))
             goto fail;
@@ -1199,15 +1219,25 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
             d->key = dupstr("rotation", 8);
             node_append(solver, d);
         }
-        csm_value sv = {0};
-        if (svd) {
-            if (parse_value(svd, "solver.svd", &csm_solver_common_params[1], &sv, err)) goto fail;
-        } else {
-            csm_node *d = default_node(&csm_solver_common_params[1], solver->src);
-            d->key = dupstr("svd", 3);
-            node_append(solver, d);
+        /* svd, mode, beta: plain values, filled in with their defaults when absent */
+        csm_value cv[3] = {{0}};
+        for (int k = 0; k < 3; k++) {
+            const csm_param_spec *spec = &csm_solver_common_params[1 + k];
+            csm_node *n = map_get(solver, spec->key);
+            char path[64];
+            snprintf(path, sizeof path, "solver.%s", spec->key);
+            if (n) {
+                if (parse_value(n, path, spec, &cv[k], err)) goto fail;
+            } else {
+                cv[k].num = spec->def;
+                csm_node *d = default_node(spec, solver->src);
+                d->key = dupstr(spec->key, strlen(spec->key));
+                node_append(solver, d);
+            }
         }
-        cfg->svd = (int)sv.num;
+        cfg->svd = (int)cv[0].num;
+        cfg->mode = (int)cv[1].num;
+        cfg->beta = cv[2].num;
     }
 
     if (parse_plugin_section(section_node(root, "plasticity", CSM_NODE_MAP), "plasticity",

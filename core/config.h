@@ -26,6 +26,7 @@ typedef struct csm_node {
 enum { CSM_SHAPE_BOX, CSM_SHAPE_SPHERE, CSM_SHAPE_CYLINDER, CSM_SHAPE_TORUS, CSM_SHAPE_POINTS };
 enum { CSM_SAMPLING_GRID, CSM_SAMPLING_POISSON };
 enum { CSM_SVD_FAST, CSM_SVD_LAPACKE };
+enum { CSM_MODE_RIGID, CSM_MODE_LINEAR, CSM_MODE_QUADRATIC };
 
 typedef struct csm_object_cfg {
     int line;
@@ -36,6 +37,8 @@ typedef struct csm_object_cfg {
     csm_plugin_cfg body;      /* mass, density, position, deform, velocity, angular_velocity */
     int pin_axis[2];          /* below, above: axis index, -1 when absent */
     double pin_value[2];
+    int32_t *pin_index;       /* pinned.indices: particle indices within the object */
+    int npin_index;
 } csm_object_cfg;
 
 typedef struct csm_config {
@@ -48,6 +51,8 @@ typedef struct csm_config {
     int nobjects;
     csm_plugin_cfg clustering, integrator, rotation, plasticity, recluster;
     int svd;                  /* CSM_SVD_* */
+    int mode;                 /* CSM_MODE_* (solver.mode) */
+    double beta;              /* solver.beta */
     csm_plugin_cfg *forces, *colliders;
     int nforces, ncolliders;
     char *output_path;
@@ -67,7 +72,7 @@ const csm_plugin_head *csm_config_shape_kinds(int *count);
 const csm_plugin_head *csm_config_sampling_kinds(int *count);
 const csm_plugin_head *csm_config_sections(int *count);
 
-/* Registered `solver` keys that are not integrator parameters (rotation, svd). */
+/* Registered `solver` keys that are not integrator parameters (rotation, svd, mode, beta). */
 extern const csm_param_spec csm_solver_common_params[];
 
 /* Format a parameter's default for listings ("0.5", "[0, -9.81, 0]", "rigid"). */

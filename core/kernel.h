@@ -7,7 +7,7 @@
 
 /* Fit cluster c at positions x: com x-bar (Falkenstein Eq 7), A_xr, F = A_xr A_rr^-1 (Eq 3),
    F^e = F (F^p)^-1 (Eq 9, 15), R from the world's rotation plugin, and the goal transform
-   T = R F^p (Eq 16). */
+   T = R F^p (Eq 16), or its linear / quadratic blend when the world's mode asks for one. */
 void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c);
 /* Fit every cluster (in parallel). */
 void csm_fit_all(csm_world *w, const double *x);
@@ -27,6 +27,17 @@ static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double 
     g[0] = T[0] * p[0] + T[1] * p[1] + T[2] * p[2] + com[0];
     g[1] = T[3] * p[0] + T[4] * p[1] + T[5] * p[2] + com[1];
     g[2] = T[6] * p[0] + T[7] * p[1] + T[8] * p[2] + com[2];
+    if (C->Q) { /* quadratic mode: + Q (q2(p) - qmean) */
+        const double *Q = &C->Q[18 * C->mcluster[j]], *mean = &C->qmean[6 * C->mcluster[j]];
+        double q[6];
+        csm_quad_terms(p, q);
+        for (int a = 0; a < 6; a++) {
+            double t = q[a] - mean[a];
+            g[0] += Q[a] * t;
+            g[1] += Q[6 + a] * t;
+            g[2] += Q[12 + a] * t;
+        }
+    }
 }
 
 /* Velocity damping towards each cluster's rigid motion (Müller et al. 2007, PBD Sec 3.5, with

@@ -60,12 +60,15 @@ typedef struct csm_value {
 typedef struct csm_plugin_cfg {
     const struct csm_plugin_head *plugin;
     csm_value values[CSM_MAX_PARAMS];
+    const char *src; /* the config file (or "--set") the section came from */
     int line;
 } csm_plugin_cfg;
 
 double csm_cfg_num(const csm_plugin_cfg *pc, const char *key);
 const double *csm_cfg_vec(const csm_plugin_cfg *pc, const char *key);
 const char *csm_cfg_str(const csm_plugin_cfg *pc, const char *key);
+/* A bad-input error about a plugin's section: "file:line: <plugin>: message". */
+int csm_cfg_fail(const csm_plugin_cfg *pc, csm_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 struct csm_world;
 

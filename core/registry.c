@@ -1,6 +1,7 @@
 #include "plugin.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,4 +93,15 @@ const char *csm_cfg_str(const csm_plugin_cfg *pc, const char *key)
 {
     int k = find_param(pc, key);
     return k < 0 ? NULL : pc->values[k].str;
+}
+
+int csm_cfg_fail(const csm_plugin_cfg *pc, csm_error *err, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s: %s", pc->src ? pc->src : "(config)", pc->line,
+                    pc->plugin ? pc->plugin->name : "?", msg);
 }

@@ -55,6 +55,11 @@ static void place_object(const csm_object_cfg *o, const double *s, int32_t count
             }
         }
     }
+    for (int k = 0; k < o->npin_index; k++) { /* indices were checked against count */
+        int32_t i = first + o->pin_index[k];
+        P->inv_mass[i] = 0.0;
+        P->v[3 * i] = P->v[3 * i + 1] = P->v[3 * i + 2] = 0.0;
+    }
 }
 
 static int create_stage(const csm_plugin_cfg *pc, const csm_world *w, const csm_stage **plugin,
@@ -72,6 +77,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     csm_world *w = &sim->w;
     w->rotation = (const csm_rotation *)cfg->rotation.plugin;
     w->svd = cfg->svd == CSM_SVD_LAPACKE ? csm_svd3_lapacke : csm_svd3_fast;
+    w->mode = cfg->mode;
+    w->beta = cfg->beta;
 
     /* Sample every object first to know n. */
     double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
@@ -85,6 +92,12 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         rc = csm_sample_object(&cfg->objects[k], k, cfg->seed, &pts[k], &counts[k], &volumes[k], err);
         n += counts[k];
         w->object_first[k + 1] = (int32_t)n;
+        const csm_object_cfg *o = &cfg->objects[k];
+        for (int j = 0; j < o->npin_index && !rc; j++)
+            if (o->pin_index[j] >= counts[k])
+                rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
+                              "%s:%d: objects[%d].pinned.indices: index %d, but the object has %d particles",
+                              cfg->file, o->line, k, o->pin_index[j], counts[k]);
     }
     if (!rc && n > INT32_MAX / 4) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "too many particles (%lld)", (long long)n);
     if (!rc && csm_particles_alloc(&w->P, (int32_t)n)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %lld particles", (long long)n);

@@ -21,6 +21,8 @@ typedef struct csm_world {
     int64_t step;
     const csm_rotation *rotation;
     csm_svd3_fn svd;
+    int mode;                    /* CSM_MODE_*: goal deformation (Müller 2005 Sec 4) */
+    double beta;                 /* share of the linear / quadratic fit in the goals */
     int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
     double gravity[3];           /* sum of gravity forces, for diagnostics */
     double embedding_seconds;    /* reclusterers add their embedding time here */

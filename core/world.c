@@ -2,6 +2,8 @@
 
 #include "csm_math.h"
 
+#include <lapacke.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +59,7 @@ void csm_clusters_free(csm_clusters *c)
     void *arrays[] = {c->offset, c->member, c->mcluster, c->weight, c->wmass, c->p,
                       c->poff, c->pmember, c->mass, c->A_rr_inv, c->rank, c->width,
                       c->Fp, c->stress_alpha, c->state, c->fade, c->com, c->F,
-                      c->R, c->T, c->sigma};
+                      c->R, c->T, c->sigma, c->qmean, c->Aqq_inv, c->Q};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     memset(c, 0, sizeof *c);
 }
@@ -121,4 +123,46 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
         c->fade[cl] = 0;
     }
     return degenerate;
+}
+
+/* Quadratic shape matching (Müller 2005 Sec 4.3): q~ = (p, q2(p)) in R^9. The quadratic terms
+   are centred on their weighted mean, which makes the fit's translation free as well: the goals
+   of a cluster then keep its centre of mass, so internal forces still sum to zero (with raw
+   q2(p), as in the paper, they do not). A_qq is inverted by eigen-decomposition with small
+   eigenvalues dropped: planar and collinear clusters have a singular A_qq. */
+int csm_clusters_quadratic(csm_clusters *c)
+{
+    free(c->qmean);
+    free(c->Aqq_inv);
+    free(c->Q);
+    c->qmean = calloc(6 * (size_t)c->k, sizeof *c->qmean);
+    c->Aqq_inv = calloc(81 * (size_t)c->k, sizeof *c->Aqq_inv);
+    c->Q = calloc(18 * (size_t)c->k, sizeof *c->Q);
+    if (!c->qmean || !c->Aqq_inv || !c->Q) return -1;
+    for (int32_t cl = 0; cl < c->k; cl++) {
+        double *mean = &c->qmean[6 * cl], A[81] = {0}, lam[9];
+        double M = c->mass[cl];
+        for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
+            double q[6];
+            csm_quad_terms(&c->p[3 * j], q);
+            for (int a = 0; a < 6; a++) mean[a] += c->wmass[j] * q[a];
+        }
+        for (int a = 0; a < 6; a++) mean[a] = M > 0 ? mean[a] / M : 0;
+        for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
+            double t[9];
+            csm_quad_terms(&c->p[3 * j], &t[3]);
+            for (int a = 0; a < 3; a++) t[a] = c->p[3 * j + a];
+            for (int a = 0; a < 6; a++) t[3 + a] -= mean[a];
+            for (int a = 0; a < 9; a++)
+                for (int b = 0; b < 9; b++) A[9 * a + b] += c->wmass[j] * t[a] * t[b];
+        }
+        if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', 9, A, 9, lam) != 0) continue; /* stays 0 */
+        double top = fabs(lam[8]), *inv = &c->Aqq_inv[81 * cl];
+        for (int e = 0; e < 9; e++) {
+            if (!(lam[e] > ARR_REL_TOL * top)) continue;
+            for (int a = 0; a < 9; a++)
+                for (int b = 0; b < 9; b++) inv[9 * a + b] += A[9 * a + e] * A[9 * b + e] / lam[e];
+        }
+    }
+    return 0;
 }

@@ -47,6 +47,10 @@ typedef struct csm_clusters {
     double *R;            /* [9k] rotation */
     double *T;            /* [9k] goal transform: g_ic = T p_ic + x-bar (R F^p when rigid) */
     double *sigma;        /* [3k] signed singular values of the matrix the rotation came from */
+    /* quadratic mode only (NULL otherwise; see csm_clusters_quadratic): goals gain Q (q2(p) - qmean) */
+    double *qmean;        /* [6k] weighted mean of q2(p) = (px^2, py^2, pz^2, px py, py pz, pz px) */
+    double *Aqq_inv;      /* [81k] pseudo-inverse of sum w m q~ q~^T, q~ = (p, q2(p) - qmean) */
+    double *Q;            /* [18k] 3x6 quadratic part of the goal transform from the last fit */
 } csm_clusters;
 
 int csm_particles_alloc(csm_particles *p, int32_t n);
@@ -61,5 +65,20 @@ void csm_clusters_free(csm_clusters *c);
    offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, width, F^p = I. Returns the
    number of degenerate clusters (rank of A_rr below 3). */
 int csm_clusters_finish(csm_clusters *c, const csm_particles *p);
+
+/* The quadratic monomials of Müller 2005's extended fit. */
+static inline void csm_quad_terms(const double p[3], double q[6])
+{
+    q[0] = p[0] * p[0];
+    q[1] = p[1] * p[1];
+    q[2] = p[2] * p[2];
+    q[3] = p[0] * p[1];
+    q[4] = p[1] * p[2];
+    q[5] = p[2] * p[0];
+}
+
+/* Rest data of the quadratic mode for every cluster (qmean, A_qq pseudo-inverse) and room for Q.
+   Called once after the clusters are built or rebuilt. Returns -1 when out of memory. */
+int csm_clusters_quadratic(csm_clusters *c);
 
 #endif

@@ -1,0 +1,188 @@
+/* The three integrators, one step (Bargteil-Jones 2014 Algorithm 1) with three parameter tables:
+
+     1  g = goals(0)                                        (skipped when alpha = 0)
+     2  v* = v + alpha (g - x) / h + h f / m
+        v* += damping towards each cluster's rigid motion    (Müller et al. 2007, Sec 3.5)
+     3  x^0 = x + h v*
+     4  for j < iterations:                                  (Jacobi)
+     5      g = goals(gamma)                                 (Algorithm 2, the shared kernel)
+     6      x^(j+1) = omega g + (1 - omega) x^j
+     9  v = v* + (x^iterations - x^0) / h
+
+   Line 9 is Algorithm 1's v = (x(t+h) - x(t)) / h rewritten with x^0 = x(t) + h v*: the same
+   number in exact arithmetic, without cancellation far from the origin, and when the loop does
+   nothing (iterations = 0, or omega = 0 where every x^(j+1) is x^j) it leaves v* unchanged bit
+   for bit. So `strain_limited` with iterations 0 or omega 0 is `shape_matching` step for step
+   (Bargteil-Jones Sec 3), and with alpha = 0 and gamma = 0 it is `pbd`.
+
+   Algorithm 1 writes `for j = 0 to iters`; the loop here runs `iterations` times, so that 0
+   means no projection at all, as Sec 3 requires. Pinned particles (inverse mass 0) never move. */
+#include "kernel.h"
+#include "plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DAMPING_PARAM                                                                              \
+    {"damping", CSM_REAL, 0, 0, 1,                                                                 \
+     "per step, the fraction of each particle's velocity relative to its clusters' rigid motion "   \
+     "that is removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)",                       \
+     NULL, {0}, NULL, 0}
+#define ALPHA_PARAM                                                                                \
+    {"alpha", CSM_REAL, 0.5, 0, 1, "spring gain alpha = h^2 k / m: fraction of the way to the goal per step (Müller 2005)", \
+     NULL, {0}, NULL, 0}
+#define OMEGA_PARAM                                                                                \
+    {"omega", CSM_REAL, 1, 0, 2, "relaxation of each Jacobi projection (1: onto the goals; above 1: over-relaxed)", NULL, \
+     {0}, NULL, 0}
+
+static const csm_param_spec shape_matching_params[] = {
+    ALPHA_PARAM,
+    DAMPING_PARAM,
+    CSM_PARAM_END,
+};
+
+static const csm_param_spec pbd_params[] = {
+    {"iterations", CSM_INT, 4, 0, 10000, "Jacobi projections onto the cluster goals per step", NULL, {0}, NULL, 0},
+    OMEGA_PARAM,
+    DAMPING_PARAM,
+    CSM_PARAM_END,
+};
+
+static const csm_param_spec strain_limited_params[] = {
+    ALPHA_PARAM,
+    {"gamma", CSM_REAL, 0.2, 0, 1e6,
+     "strain limit: allowed |x_i - g_ic| / width_c before a projection pulls back (Bargteil-Jones Eq 4; 0: equality)",
+     NULL, {0}, NULL, 0},
+    {"iterations", CSM_INT, 5, 0, 10000, "Jacobi strain-limiting passes per step (Bargteil-Jones: 3-5)", NULL, {0}, NULL, 0},
+    OMEGA_PARAM,
+    DAMPING_PARAM,
+    CSM_PARAM_END,
+};
+
+typedef struct cluster_step {
+    double alpha, gamma, omega, damping;
+    int iterations;
+    double *x0;      /* [3n] the prediction x^0 */
+    double *scratch; /* [9k] cluster rigid velocities, for damping */
+    int32_t n, k;    /* sizes the buffers hold; they grow only after reclustering */
+} cluster_step;
+
+static int step_create(const csm_plugin_cfg *cfg, void **state, csm_error *err)
+{
+    cluster_step *s = calloc(1, sizeof *s);
+    if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    const csm_param_spec *spec = cfg->plugin->params;
+    /* a key the plugin does not declare keeps the value that reduces Algorithm 1 to it */
+    s->alpha = 0.0;
+    s->gamma = 0.0;
+    s->omega = 1.0;
+    s->iterations = 0;
+    for (int k = 0; spec[k].key; k++) {
+        double v = cfg->values[k].num;
+        if (strcmp(spec[k].key, "alpha") == 0) s->alpha = v;
+        else if (strcmp(spec[k].key, "gamma") == 0) s->gamma = v;
+        else if (strcmp(spec[k].key, "omega") == 0) s->omega = v;
+        else if (strcmp(spec[k].key, "iterations") == 0) s->iterations = (int)v;
+        else if (strcmp(spec[k].key, "damping") == 0) s->damping = v;
+    }
+    *state = s;
+    return 0;
+}
+
+static void step_destroy(void *state)
+{
+    cluster_step *s = state;
+    if (s) {
+        free(s->x0);
+        free(s->scratch);
+    }
+    free(s);
+}
+
+static int grow(double **buf, size_t count, csm_error *err)
+{
+    free(*buf);
+    *buf = malloc(sizeof(double) * (count ? count : 1));
+    return *buf ? 0 : csm_fail(err, CSM_EXIT_FAILURE, "out of memory for integrator buffers");
+}
+
+static int step(csm_world *w, void *state, double h, csm_error *err)
+{
+    cluster_step *s = state;
+    csm_particles *P = &w->P;
+    int32_t n = P->n;
+    if (s->n < n && s->iterations > 0) {
+        if (grow(&s->x0, 3 * (size_t)n, err)) return -1;
+        s->n = n;
+    }
+    if (s->k < w->C.k && s->damping > 0) {
+        if (grow(&s->scratch, 9 * (size_t)w->C.k, err)) return -1;
+        s->k = w->C.k;
+    }
+    double *x = P->x, *v = P->v, *g = P->goal;
+
+    /* Lines 1-2: spring velocities towards the plain goals, external forces. */
+    if (s->alpha > 0) {
+        csm_fit_all(w, x);
+        csm_goals_all(w, x, 0.0, g);
+    }
+    double a = s->alpha / h;
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        double im = P->inv_mass[i];
+        if (im == 0.0) continue;
+        for (int d = 0; d < 3; d++) {
+            double dv = h * P->force[3 * i + d] * im;
+            if (s->alpha > 0) dv += a * (g[3 * i + d] - x[3 * i + d]);
+            v[3 * i + d] += dv;
+        }
+    }
+    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
+
+    /* Line 3: prediction. */
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int d = 0; d < 3; d++) x[3 * i + d] += h * v[3 * i + d];
+    }
+    if (s->iterations <= 0) return 0;
+
+    /* Lines 4-7: Jacobi strain-limiting (or, with gamma = 0, PBD) projections. */
+    memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
+    double om = s->omega;
+    for (int j = 0; j < s->iterations; j++) {
+        csm_fit_all(w, x);
+        csm_goals_all(w, x, s->gamma, g);
+#pragma omp parallel for schedule(static)
+        for (int32_t i = 0; i < n; i++) {
+            if (P->inv_mass[i] == 0.0) continue;
+            for (int d = 0; d < 3; d++) x[3 * i + d] = om * g[3 * i + d] + (1.0 - om) * x[3 * i + d];
+        }
+    }
+    /* Line 9. */
+    double inv_h = 1.0 / h;
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int d = 0; d < 3; d++) v[3 * i + d] += (x[3 * i + d] - s->x0[3 * i + d]) * inv_h;
+    }
+    return 0;
+}
+
+const csm_integrator csm_integrator_shape_matching = {
+    "shape_matching",
+    "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)",
+    shape_matching_params, step_create, step, step_destroy,
+};
+
+const csm_integrator csm_integrator_pbd = {
+    "pbd",
+    "position-based dynamics (Müller et al. 2007): predict, Jacobi projections onto the goals, v from positions",
+    pbd_params, step_create, step, step_destroy,
+};
+
+const csm_integrator csm_integrator_strain_limited = {
+    "strain_limited",
+    "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma",
+    strain_limited_params, step_create, step, step_destroy,
+};
