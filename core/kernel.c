@@ -83,7 +83,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     csm_m3_mul(F, Fp_inv, Fe);   /* Eq 9 / 15 */
     csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
     w->rotation->extract(w->svd, Apq, Fe, R, &C->sigma[3 * c]);
-    if (w->mode == CSM_MODE_LINEAR && w->beta > 0 && C->rank[c] == 3 && csm_m3_det(Fe) > 0) {
+    if (w->mode == CSM_MODE_LINEAR && C->rank[c] == 3 && csm_m3_det(Fe) > 0) {
         /* Müller 2005 Sec 4.2: goals from beta A + (1 - beta) R, A = F^e / cbrt(det F^e) so the
            linear part keeps volume; F^e is Müller's A_pq A_qq^-1 of the plastic rest shape
            q = F^p p. A planar or inverted cluster has no volume to keep and stays rigid. */

@@ -1,0 +1,422 @@
+/* Integrators: the equivalences of Bargteil-Jones Sec 3 and Müller 2005's modes, pinned particles,
+   the strain limit, forces and colliders. Two simulations of one config, under different plugin
+   settings, run in lockstep and their trajectories are compared. */
+#include "check.h"
+
+#include "commands.h"
+#include "config.h"
+#include "csm_math.h"
+#include "kernel.h"
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CUBE CSM_TEST_DIR "/configs/solver_cube.yaml"
+#define EXPERIMENT(name) CSM_TEST_DIR "/../experiments/configs/" name
+
+typedef struct run {
+    csm_config cfg;
+    csm_sim sim;
+} run;
+
+static void start(run *r, const char *path, const char *const *sets, int nsets)
+{
+    csm_register_builtins();
+    csm_error err;
+    if (csm_config_load(path, sets, nsets, &r->cfg, &err)) fail_msg("%s", err.msg);
+    if (csm_sim_create(&r->cfg, &r->sim, &err)) fail_msg("%s", err.msg);
+}
+
+static void frame(run *r)
+{
+    csm_error err;
+    if (csm_sim_frame(&r->sim, &err)) fail_msg("%s", err.msg);
+}
+
+static void stop(run *r)
+{
+    csm_sim_destroy(&r->sim);
+    csm_config_free(&r->cfg);
+}
+
+/* Largest difference of positions and velocities over every frame of two settings of one
+   config; -1 when they are not the same size. Also reports how far the body travelled, so a
+   test knows the motion was not trivial. */
+static double lockstep(const char *path, const char *const *a, int na, const char *const *b, int nb,
+                       double *travel)
+{
+    run A, B;
+    start(&A, path, a, na);
+    start(&B, path, b, nb);
+    assert_int_equal(A.sim.w.P.n, B.sim.w.P.n);
+    int32_t n = A.sim.w.P.n;
+    double *x0 = malloc(sizeof(double) * 3 * (size_t)n);
+    memcpy(x0, A.sim.w.P.x, sizeof(double) * 3 * (size_t)n);
+    double diff = 0;
+    for (int f = 0; f < A.cfg.frames; f++) {
+        frame(&A);
+        frame(&B);
+        for (int32_t k = 0; k < 3 * n; k++) {
+            diff = fmax(diff, fabs(A.sim.w.P.x[k] - B.sim.w.P.x[k]));
+            diff = fmax(diff, fabs(A.sim.w.P.v[k] - B.sim.w.P.v[k]));
+            if (isnan(A.sim.w.P.x[k]) != isnan(B.sim.w.P.x[k])) diff = INFINITY;
+        }
+    }
+    double t = 0;
+    for (int32_t k = 0; k < 3 * n; k++) t = fmax(t, fabs(A.sim.w.P.x[k] - x0[k]));
+    if (travel) *travel = t;
+    free(x0);
+    stop(&A);
+    stop(&B);
+    return diff;
+}
+
+/* Bargteil-Jones Sec 3: "setting iters = 0 (or omega = 0) is equivalent to the original shape
+   matching integrator". Bit for bit, with damping, gravity and a collider in the loop. */
+static void test_strain_limited_reduces_to_shape_matching(void **state)
+{
+    (void)state;
+    double travel;
+    const char *sm[] = {"solver.damping=0.1"};
+    const char *it0[] = {"solver.integrator=strain_limited", "solver.iterations=0", "solver.gamma=0.1",
+                         "solver.damping=0.1"};
+    assert_true(lockstep(CUBE, sm, 1, it0, 4, &travel) == 0.0);
+    assert_true(travel > 0.3);
+    const char *om0[] = {"solver.integrator=strain_limited", "solver.iterations=5", "solver.omega=0",
+                         "solver.gamma=0.1", "solver.damping=0.1"};
+    assert_true(lockstep(CUBE, sm, 1, om0, 5, NULL) == 0.0);
+    /* and the projections do change the motion when they run */
+    const char *on[] = {"solver.integrator=strain_limited", "solver.iterations=5", "solver.gamma=0.01",
+                        "solver.damping=0.1"};
+    assert_true(lockstep(CUBE, sm, 1, on, 4, NULL) > 1e-3);
+}
+
+/* Bargteil-Jones Sec 3: with alpha = 0 (and gamma = 0) the solver is a form of PBD. */
+static void test_strain_limited_reduces_to_pbd(void **state)
+{
+    (void)state;
+    const char *pbd[] = {"solver.integrator=pbd", "solver.iterations=3", "solver.omega=1.3"};
+    const char *sl[] = {"solver.integrator=strain_limited", "solver.alpha=0", "solver.gamma=0",
+                        "solver.iterations=3", "solver.omega=1.3"};
+    double travel;
+    assert_close(lockstep(CUBE, pbd, 3, sl, 5, &travel), 0.0, 1e-12);
+    assert_true(travel > 0.3);
+}
+
+/* Müller 2005 Sec 4: beta = 0 leaves only R in the goals, in both extended modes. */
+static void test_modes_with_beta_zero_are_rigid(void **state)
+{
+    (void)state;
+    const char *rigid[] = {"solver.mode=rigid"};
+    const char *lin[] = {"solver.mode=linear", "solver.beta=0"};
+    const char *quad[] = {"solver.mode=quadratic", "solver.beta=0"};
+    assert_close(lockstep(CUBE, rigid, 1, lin, 2, NULL), 0.0, 1e-12);
+    assert_close(lockstep(CUBE, rigid, 1, quad, 2, NULL), 0.0, 1e-12);
+    const char *lin5[] = {"solver.mode=linear", "solver.beta=0.5"};
+    assert_true(lockstep(CUBE, rigid, 1, lin5, 2, NULL) > 1e-4);
+}
+
+/* Goals of a single cluster holding every particle of a box whose positions are `map` of the
+   rest positions; returns max |g_i - x_i|. */
+typedef void (*point_map)(const double r[3], double x[3]);
+
+static double goal_error(const char *mode, double beta, point_map map)
+{
+    char m[64], b[64];
+    snprintf(m, sizeof m, "solver.mode=%s", mode);
+    snprintf(b, sizeof b, "solver.beta=%.17g", beta);
+    const char *sets[] = {m, b, "clustering.radius=10"};
+    run r;
+    start(&r, CUBE, sets, 3);
+    csm_world *w = &r.sim.w;
+    assert_int_equal(w->C.k, 1);
+    int32_t n = w->P.n;
+    double c[3] = {0, 0, 0};
+    for (int32_t i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) c[d] += w->P.rest[3 * i + d] / n;
+    for (int32_t i = 0; i < n; i++) {
+        double rel[3] = {w->P.rest[3 * i] - c[0], w->P.rest[3 * i + 1] - c[1], w->P.rest[3 * i + 2] - c[2]};
+        map(rel, &w->P.x[3 * i]);
+    }
+    csm_fit_all(w, w->P.x);
+    csm_goals_all(w, w->P.x, 0.0, w->P.goal);
+    double e = 0;
+    for (int32_t k = 0; k < 3 * n; k++) e = fmax(e, fabs(w->P.goal[k] - w->P.x[k]));
+    stop(&r);
+    return e;
+}
+
+/* x = R S r + t with det S = 1: a volume-keeping linear map plus a rotation. */
+static void shear_map(const double r[3], double x[3])
+{
+    double S[9] = {1, 0.4, 0, 0, 1, 0, 0, 0, 1}, Rz[9], RS[9];
+    double a = 0.7;
+    double R[9] = {cos(a), -sin(a), 0, sin(a), cos(a), 0, 0, 0, 1};
+    memcpy(Rz, R, sizeof R);
+    csm_m3_mul(Rz, S, RS);
+    csm_m3_mul_v3(RS, r, x);
+    x[0] += 2;
+    x[1] -= 1;
+}
+
+/* a bend: quadratic in the rest coordinates */
+static void bend_map(const double r[3], double x[3])
+{
+    x[0] = r[0] + 0.2 * r[1] * r[2];
+    x[1] = r[1] + 0.8 * r[0] * r[0];
+    x[2] = r[2] - 0.3 * r[2] * r[2] + 0.5;
+}
+
+static void test_linear_mode_recovers_volume_keeping_maps(void **state)
+{
+    (void)state;
+    assert_close(goal_error("linear", 1.0, shear_map), 0.0, 1e-12);
+    assert_true(goal_error("rigid", 0.0, shear_map) > 0.05); /* rigid goals cannot shear */
+}
+
+static void test_quadratic_mode_recovers_quadratic_maps(void **state)
+{
+    (void)state;
+    assert_close(goal_error("quadratic", 1.0, bend_map), 0.0, 1e-12);
+    assert_close(goal_error("quadratic", 1.0, shear_map), 0.0, 1e-12);
+    assert_true(goal_error("linear", 1.0, bend_map) > 0.05);
+}
+
+/* Internal forces sum to zero in every mode: the quadratic terms are centred per cluster. */
+static void test_modes_keep_linear_momentum(void **state)
+{
+    (void)state;
+    const char *modes[][2] = {{"solver.mode=linear", "solver.beta=0.7"}, {"solver.mode=quadratic", "solver.beta=0.7"}};
+    for (int m = 0; m < 2; m++) {
+        const char *sets[] = {modes[m][0], modes[m][1], "forces=[]", "colliders=[]"};
+        run r;
+        start(&r, CUBE, sets, 4);
+        csm_diag d0, d;
+        csm_diagnostics(&r.sim, &d0);
+        double drift = 0;
+        for (int f = 0; f < r.cfg.frames; f++) {
+            frame(&r);
+            csm_diagnostics(&r.sim, &d);
+            for (int k = 0; k < 3; k++) drift = fmax(drift, fabs(d.momentum[k] - d0.momentum[k]));
+        }
+        assert_close(drift, 0.0, 1e-12 * csm_v3_norm(d0.momentum));
+        stop(&r);
+    }
+}
+
+/* PBD keeps linear momentum: each projection moves the members of a cluster by w m (g - x),
+   which sums to zero (Müller et al. 2007 Sec 3.3). */
+static void test_pbd_keeps_linear_momentum(void **state)
+{
+    (void)state;
+    const char *sets[] = {"solver.integrator=pbd", "solver.iterations=4", "forces=[]", "colliders=[]"};
+    run r;
+    start(&r, CUBE, sets, 4);
+    csm_diag d0, d;
+    csm_diagnostics(&r.sim, &d0);
+    double drift = 0;
+    for (int f = 0; f < r.cfg.frames; f++) {
+        frame(&r);
+        csm_diagnostics(&r.sim, &d);
+        for (int k = 0; k < 3; k++) drift = fmax(drift, fabs(d.momentum[k] - d0.momentum[k]));
+    }
+    /* velocities are position differences over h: round-off of x grows by 1/h */
+    assert_close(drift, 0.0, 1e-10 * csm_v3_norm(d0.momentum));
+    stop(&r);
+}
+
+/* Pinned particles (inverse mass 0) never move, under every integrator and with every force. */
+static void test_pinned_particles_never_move(void **state)
+{
+    (void)state;
+    const char *integrators[] = {"solver.integrator=shape_matching", "solver.integrator=pbd",
+                                 "solver.integrator=strain_limited"};
+    for (int k = 0; k < 3; k++) {
+        const char *sets[] = {integrators[k], "objects.0.pinned={above: {axis: y, value: 0.9}}",
+                              "forces=[{type: gravity}, {type: twist, scale: 5, axis: [0, 1, 0]}, {type: drag}]",
+                              "solver.damping=0.2"};
+        run r;
+        start(&r, CUBE, sets, 4);
+        csm_particles *P = &r.sim.w.P;
+        int32_t pinned = 0;
+        double *x0 = malloc(sizeof(double) * 3 * (size_t)P->n);
+        memcpy(x0, P->x, sizeof(double) * 3 * (size_t)P->n);
+        for (int f = 0; f < 20; f++) frame(&r);
+        double moved = 0, free_moved = 0;
+        for (int32_t i = 0; i < P->n; i++)
+            for (int d = 0; d < 3; d++) {
+                double dx = fabs(P->x[3 * i + d] - x0[3 * i + d]);
+                if (P->inv_mass[i] == 0.0) moved = fmax(moved, dx), pinned += d == 0;
+                else free_moved = fmax(free_moved, dx);
+            }
+        assert_true(pinned > 0);
+        assert_true(moved == 0.0);
+        assert_true(free_moved > 0.05);
+        free(x0);
+        stop(&r);
+    }
+}
+
+/* Bargteil-Jones Eq 4: with gamma = 0.05 and enough Jacobi passes, the strain beta of a violently
+   stretched cube ends far below where plain shape matching leaves it. */
+static void test_strain_limit_bounds_strain(void **state)
+{
+    (void)state;
+    const char *sm[] = {"objects.0.deform=[[3, 0, 0], [0, 1, 0], [0, 0, 1]]", "solver.alpha=1"};
+    const char *sl[] = {"objects.0.deform=[[3, 0, 0], [0, 1, 0], [0, 0, 1]]", "solver.alpha=1",
+                        "solver.integrator=strain_limited", "solver.gamma=0.05", "solver.iterations=50"};
+    double strain[2];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        start(&r, CUBE, k ? sl : sm, k ? 5 : 2);
+        csm_error err;
+        csm_timings t = {0};
+        if (csm_sim_step(&r.sim, r.cfg.dt, &t, &err)) fail_msg("%s", err.msg);
+        csm_diag d;
+        csm_diagnostics(&r.sim, &d);
+        strain[k] = d.max_strain;
+        stop(&r);
+    }
+    assert_true(strain[0] > 0.5);
+    assert_true(strain[1] < 0.25 * strain[0]);
+}
+
+/* Bargteil-Jones Sec 3: a mass on a zero-rest-length spring oscillates about the anchor under
+   shape matching; under PBD the motion stops once the constraint holds. */
+static void test_zero_length_spring(void **state)
+{
+    (void)state;
+    const char *sm[] = {"solver.integrator=shape_matching"};
+    const char *pbd[] = {"solver.integrator=pbd"};
+    for (int k = 0; k < 2; k++) {
+        run r;
+        start(&r, EXPERIMENT("spring.yaml"), k ? pbd : sm, 1);
+        csm_particles *P = &r.sim.w.P;
+        assert_int_equal(P->n, 2);
+        int crossings = 0;
+        double last = P->x[3], vmax_late = 0;
+        for (int f = 0; f < r.cfg.frames; f++) {
+            frame(&r);
+            double x = P->x[3];
+            if ((x > 0) != (last > 0)) crossings++;
+            last = x;
+            if (f >= r.cfg.frames / 2) vmax_late = fmax(vmax_late, fabs(P->v[3]));
+        }
+        if (k == 0) {
+            assert_true(crossings >= 6);   /* keeps oscillating */
+            assert_true(vmax_late > 0.5); /* without losing its amplitude: v0 = 1 */
+        } else {
+            assert_true(vmax_late < 1e-9); /* stopped */
+        }
+        stop(&r);
+    }
+}
+
+/* Falkenstein Sec 3.1: the rectangle through (1,3), (3,1), (-1,-3), (-3,-1) stretched by 2 in x.
+   polar(A_pq) turns it by 11.31 degrees; polar(F) finds no rotation. */
+static void test_rotation_rectangle_experiment(void **state)
+{
+    (void)state;
+    const char *apq[] = {"solver.rotation=polar_apq"};
+    const char *f[] = {"solver.rotation=polar_f"};
+    double angle[2];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        start(&r, EXPERIMENT("rotation_rectangle.yaml"), k ? f : apq, 1);
+        assert_int_equal(r.sim.w.C.k, 1);
+        csm_fit_all(&r.sim.w, r.sim.w.P.x);
+        const double *R = r.sim.w.C.R;
+        angle[k] = atan2(R[3], R[0]) * 180.0 / CSM_PI;
+        assert_close(csm_m3_det(R), 1.0, 1e-12);
+        stop(&r);
+    }
+    assert_close(fabs(angle[0]), 11.309932474020215, 1e-9); /* atan(1/5), Falkenstein Eq 19 */
+    assert_close(angle[1], 0.0, 1e-12);
+}
+
+/* compress and twist act about the object's centre of mass and sum to zero; drag pulls towards
+   the wind; all are accelerations, independent of particle mass. */
+static void test_forces(void **state)
+{
+    (void)state;
+    const char *sets[] = {"forces=[{type: compress, scale: 3, until: 1}, {type: twist, scale: 2, axis: [0, 0, 2]}, "
+                          "{type: drag, coefficient: 0.5, wind: [1, 0, 0]}]"};
+    run r;
+    start(&r, CUBE, sets, 1);
+    csm_world *w = &r.sim.w;
+    csm_particles *P = &w->P;
+    memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
+    for (int k = 0; k < r.sim.nforces; k++) {
+        csm_error err;
+        if (r.sim.forces[k]->apply(w, r.sim.force_state[k], 0.01, &err)) fail_msg("%s", err.msg);
+    }
+    double M = 0, c[3] = {0, 0, 0}, worst = 0, scale = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        M += P->mass[i];
+        for (int d = 0; d < 3; d++) c[d] += P->mass[i] * P->x[3 * i + d];
+    }
+    for (int d = 0; d < 3; d++) c[d] /= M;
+    for (int32_t i = 0; i < P->n; i++) {
+        const double *x = &P->x[3 * i], *v = &P->v[3 * i];
+        double r3[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
+        double s = r3[2] > 0 ? 1 : r3[2] < 0 ? -1 : 0;
+        double expect[3] = {-3 * r3[0] - 2 * s * r3[1] - 0.5 * (v[0] - 1), 2 * s * r3[0] - 0.5 * v[1], -0.5 * v[2]};
+        for (int d = 0; d < 3; d++) {
+            worst = fmax(worst, fabs(P->force[3 * i + d] / P->mass[i] - expect[d]));
+            scale = fmax(scale, fabs(expect[d]));
+        }
+    }
+    assert_close(worst, 0.0, 1e-12 * scale);
+    /* after `until`, compress stops */
+    w->time = 1.5;
+    memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
+    csm_error err;
+    if (r.sim.forces[0]->apply(w, r.sim.force_state[0], 0.01, &err)) fail_msg("%s", err.msg);
+    for (int32_t k = 0; k < 3 * P->n; k++) assert_true(P->force[k] == 0.0);
+    stop(&r);
+}
+
+/* The sphere collider pushes particles onto its surface and reflects the normal velocity with
+   restitution; the shell variant keeps them inside. Pinned particles stay put. */
+static void test_sphere_collider(void **state)
+{
+    (void)state;
+    const char *sets[] = {
+        "objects.0={shape: {type: points, positions: [[0.5, 0, 0], [0, 0.9, 0], [0, 0, 2], [0.1, 0, 0]]}, "
+        "velocity: [-1, 0, 0], pinned: {indices: [3]}}",
+        "forces=[]", "colliders=[{type: sphere, radius: 1, restitution: 1, friction: 0, bounce_threshold: 0}]"};
+    run r;
+    start(&r, CUBE, sets, 3);
+    csm_world *w = &r.sim.w;
+    csm_particles *P = &w->P;
+    csm_error err;
+    if (r.sim.colliders[0]->apply(w, r.sim.collider_state[0], 0.01, &err)) fail_msg("%s", err.msg);
+    assert_close(P->x[0], 1.0, 1e-15);
+    assert_close(P->v[0], 1.0, 1e-15); /* reflected, restitution 1 */
+    assert_close(csm_v3_norm(&P->x[3]), 1.0, 1e-15);
+    assert_close(P->v[3], -1.0, 1e-15); /* tangential: kept without friction */
+    assert_close(P->x[6 + 2], 2.0, 0.0);  /* outside: untouched */
+    assert_close(P->x[9], 0.1, 0.0);      /* pinned */
+    stop(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strain_limited_reduces_to_shape_matching),
+        cmocka_unit_test(test_strain_limited_reduces_to_pbd),
+        cmocka_unit_test(test_modes_with_beta_zero_are_rigid),
+        cmocka_unit_test(test_linear_mode_recovers_volume_keeping_maps),
+        cmocka_unit_test(test_quadratic_mode_recovers_quadratic_maps),
+        cmocka_unit_test(test_modes_keep_linear_momentum),
+        cmocka_unit_test(test_pbd_keeps_linear_momentum),
+        cmocka_unit_test(test_pinned_particles_never_move),
+        cmocka_unit_test(test_strain_limit_bounds_strain),
+        cmocka_unit_test(test_zero_length_spring),
+        cmocka_unit_test(test_rotation_rectangle_experiment),
+        cmocka_unit_test(test_forces),
+        cmocka_unit_test(test_sphere_collider),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
