@@ -280,6 +280,9 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= attr_string(f, "integrator", cfg->integrator.plugin->name);
     rc |= attr_string(f, "rotation", cfg->rotation.plugin->name);
     rc |= attr_string(f, "svd", cfg->svd == CSM_SVD_LAPACKE ? "lapacke" : "fast");
+    static const char *const modes[] = {"rigid", "linear", "quadratic"};
+    rc |= attr_string(f, "solver.mode", modes[cfg->mode]);
+    rc |= attr_double(f, "solver.beta", &cfg->beta, 1);
     rc |= attr_string(f, "clustering", cfg->clustering.plugin->name);
     rc |= attr_string(f, "plasticity", cfg->plasticity.plugin->name);
     rc |= attr_string(f, "reclusterer", cfg->recluster.plugin->name);

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "sim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,10 @@ static void test_values(void **state)
         {"  alpha: [1, 2]\n", "solver.alpha must be a number"},
         {"  rotation: polar_q\n", "@:7: solver.rotation = 'polar_q' is not a known rotation (valid: polar_apq, polar_f)"},
         {"  svd: eigen\n", "solver.svd = 'eigen' is not one of fast|lapacke"},
+        {"  mode: cubic\n", "@:7: solver.mode = 'cubic' is not one of rigid|linear|quadratic"},
+        {"  beta: 1.5\n", "@:7: solver.beta = 1.5 is outside [0, 1]"},
+        {"  gamma: -1\n", "@:7: solver.gamma = -1 is outside"},
+        {"  iterations: 2.5\n", "@:7: solver.iterations = 2.5 must be an integer"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         snprintf(text, sizeof text, "%s%s", GOOD_BASE, cases[k][0]);
@@ -178,9 +183,50 @@ static void test_values(void **state)
     EXPECT("objects:\n  - shape: {type: box}\nforces: [{g: [0, 1, 0]}]\n", "forces[0].type is required");
     EXPECT("objects:\n  - shape: {type: box}\ncolliders: [{type: plane, restitution: 2}]\n",
            "@:3: colliders[0].restitution = 2 is outside [0, 1]");
+    EXPECT("objects:\n  - shape: {type: box}\n    pinned: {indices: [0, -2]}\n", "@:3: objects[0].pinned.indices = -2 is outside");
+    EXPECT("objects:\n  - shape: {type: box}\n    pinned: {indices: 3}\n", "@:3: objects[0].pinned.indices must be a non-empty list");
+    EXPECT("objects:\n  - shape: {type: box}\n    pinned: {left: 3}\n", "@:3: unknown key objects[0].pinned.left (valid keys: below, above, indices)");
+    EXPECT("objects:\n  - shape: {type: box}\ncolliders: [{type: sphere}]\n", "colliders[0].radius");
     EXPECT("objects:\n  - shape: {type: box}\nplasticity: {model: jones}\n", "plasticity.model = 'jones' is not a known plasticity");
     EXPECT("objects:\n  - shape: {type: box}\noutput: {every: 0}\n", "output.every = 0 is outside");
     EXPECT("objects:\n  - shape: {type: box}\nplugins: [/nonexistent/libx.so]\n", "@:3: cannot load plugin /nonexistent/libx.so");
+}
+
+/* Errors only the built simulation can find still name file, line and key. */
+static void expect_sim_error(const char *text, const char *want)
+{
+    csm_register_builtins();
+    const char *p = write_temp(text, strlen(text));
+    csm_config cfg;
+    csm_error err = {{0}, 0};
+    if (csm_config_load(p, NULL, 0, &cfg, &err)) fail_msg("%s", err.msg);
+    csm_sim sim;
+    int rc = csm_sim_create(&cfg, &sim, &err);
+    csm_config_free(&cfg);
+    unlink(p);
+    if (rc == 0) {
+        csm_sim_destroy(&sim);
+        fail_msg("simulation was built:\n%s", text);
+    }
+    assert_int_equal(err.code, 2);
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", p, want);
+    if (!strstr(err.msg, full)) fail_msg("message '%s' lacks '%s'", err.msg, full);
+}
+
+static void test_simulation_errors(void **state)
+{
+    (void)state;
+    expect_sim_error("objects:\n  - shape: {type: points, positions: [[0, 0, 0]]}\n    pinned: {indices: [1]}\n",
+                     ":2: objects[0].pinned.indices: index 1, but the object has 1 particles");
+    expect_sim_error("objects:\n  - shape: {type: box}\ncolliders:\n  - {type: sphere, radius: 0}\n",
+                     ":4: sphere: radius must be positive");
+    expect_sim_error("objects:\n  - shape: {type: box}\ncolliders:\n  - {type: plane, normal: [0, 0, 0]}\n",
+                     ":4: plane: normal must not be zero");
+    expect_sim_error("objects:\n  - shape: {type: box}\nforces:\n  - {type: compress, object: 1}\n",
+                     ":4: compress: object = 1, but the config has 1 object(s)");
+    expect_sim_error("objects:\n  - shape: {type: box}\nforces:\n  - {type: twist, axis: [0, 0, 0]}\n",
+                     ":4: twist: axis must not be zero");
 }
 
 static void test_overrides(void **state)
@@ -205,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_syntax),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_values),
+        cmocka_unit_test(test_simulation_errors),
         cmocka_unit_test(test_overrides),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
