@@ -3,6 +3,7 @@
 #include "geometry.h"
 #include "rng.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,4 +159,196 @@ const csm_clustering csm_clustering_random_radius = {
     "Bargteil-Jones 2014: clusters of all particles within a radius of random seeds, w_ic = 1/n_i",
     random_radius_params,
     random_radius_build,
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* per_particle: Bender et al., region-based shape matching: one region per particle, holding   */
+/* every particle within a radius of it; modified masses m_i / |R_i| are w_ic = 1 / n_i.        */
+
+static const csm_param_spec per_particle_params[] = {
+    {"radius", CSM_REAL, 0.15, 1e-9, 1e9, "region radius around each particle (rest space)", NULL, {0}, NULL, 0},
+    CSM_PARAM_END,
+};
+
+static int per_particle_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
+                              int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
+{
+    (void)seed;
+    double d = csm_cfg_num(cfg, "radius");
+    const double *rest = &p->rest[3 * first];
+    csm_grid grid;
+    if (csm_grid_build(&grid, rest, count, d)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    char *covered = calloc((size_t)count, 1);
+    if (!covered) abort();
+    gather_ctx g = {out, covered, first};
+    for (int32_t i = 0; i < count; i++) {
+        csm_builder_begin(out);
+        csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
+        csm_builder_end(out);
+    }
+    free(covered);
+    csm_grid_free(&grid);
+    csm_builder_equal_weights(out, first, count);
+    return 0;
+}
+
+const csm_clustering csm_clustering_per_particle = {
+    "per_particle",
+    "Bender et al.: one region per particle (all particles within a radius), modified masses m_i / |R_i|",
+    per_particle_params,
+    per_particle_build,
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* fuzzy_cmeans: the fuzzy c-means variant of Jones et al. 2015 (Falkenstein 2017 Sec 2.3.1):   */
+/* alternate memberships u_ic = 1 / sum_j (d_ic / d_ij)^(2/(m-1)) and centres (the u^m-weighted */
+/* centre of mass) until no membership changes by more than `tolerance`. A particle joins every */
+/* cluster with u_ic >= threshold * max_c u_ic, and its weights w_ic are u_ic (or              */
+/* u_ic^m with kernel: fuzzified) renormalised over those clusters, so sum_c w_ic = 1.           */
+
+static const csm_param_spec fuzzy_cmeans_params[] = {
+    {"count", CSM_INT, 20, 1, 1e7, "number of clusters (per object; at most its particle count)", NULL, {0}, NULL, 0},
+    {"m", CSM_REAL, 2, 1.01, 100, "fuzziness exponent m > 1 (memberships use the exponent 2/(m-1))", NULL, {0}, NULL, 0},
+    {"kernel", CSM_ENUM, 0, 0, 1, "weights from the memberships u, or from u^m", "membership|fuzzified", {0}, NULL, 0},
+    {"threshold", CSM_REAL, 0.3, 0, 1,
+     "a particle joins every cluster whose membership is at least this fraction of its largest (overlap)", NULL, {0}, NULL, 0},
+    {"tolerance", CSM_REAL, 1e-6, 0, 1, "stop when no membership changes by more than this", NULL, {0}, NULL, 0},
+    {"max_iterations", CSM_INT, 200, 1, 1e6, "iterations at most", NULL, {0}, NULL, 0},
+    CSM_PARAM_END,
+};
+
+/* Memberships of one point to k centres (row u[k]); returns the largest change from `old`. */
+static double fcm_memberships(const double *x, const double *centres, int32_t k, double expo, double *u)
+{
+    int32_t at = -1;
+    double d2[64], *dist = k <= 64 ? d2 : malloc(sizeof(double) * (size_t)k);
+    if (!dist) abort();
+    for (int32_t c = 0; c < k; c++) {
+        double dx = x[0] - centres[3 * c], dy = x[1] - centres[3 * c + 1], dz = x[2] - centres[3 * c + 2];
+        dist[c] = dx * dx + dy * dy + dz * dz;
+        if (dist[c] == 0.0 && at < 0) at = c;
+    }
+    /* u_c = 1 / sum_j (d_c / d_j)^(2/(m-1)) = r_c / sum_j r_j with r_c = (d2_min / d2_c)^e,
+       e = 1/(m-1): ratios at most 1, so no overflow for m near 1 */
+    double sum = 0, dmin = INFINITY;
+    for (int32_t c = 0; c < k; c++) dmin = fmin(dmin, dist[c]);
+    if (at < 0)
+        for (int32_t c = 0; c < k; c++) {
+            dist[c] = pow(dmin / dist[c], expo);
+            sum += dist[c];
+        }
+    double change = 0;
+    for (int32_t c = 0; c < k; c++) {
+        double v = at >= 0 ? (c == at ? 1.0 : 0.0) : dist[c] / sum; /* on a centre: all of it */
+        change = fmax(change, fabs(v - u[c]));
+        u[c] = v;
+    }
+    if (dist != d2) free(dist);
+    return change;
+}
+
+static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
+                              int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
+{
+    int32_t k = (int32_t)csm_cfg_num(cfg, "count");
+    double m = csm_cfg_num(cfg, "m"), threshold = csm_cfg_num(cfg, "threshold");
+    double tol = csm_cfg_num(cfg, "tolerance");
+    int fuzzified = (int)csm_cfg_num(cfg, "kernel") == 1;
+    int max_it = (int)csm_cfg_num(cfg, "max_iterations");
+    if (k > count)
+        return csm_cfg_fail(cfg, err, "count = %d, but an object has only %d particles", k, count);
+    const double *x = &p->rest[3 * first];
+    const double *mass = &p->mass[first];
+    double *centres = malloc(sizeof(double) * 3 * (size_t)k);
+    double *u = calloc((size_t)count * (size_t)k, sizeof *u);
+    double *d2 = malloc(sizeof(double) * (size_t)count);
+    if (!centres || !u || !d2) abort();
+
+    /* k-means++ seeding (Arthur and Vassilvitskii 2007), from the run's seed */
+    csm_rng rng;
+    csm_rng_seed(&rng, seed, 0xfc3u + (uint64_t)first);
+    int32_t s0 = (int32_t)csm_rng_below(&rng, (uint32_t)count);
+    memcpy(centres, &x[3 * s0], sizeof(double) * 3);
+    for (int32_t i = 0; i < count; i++) d2[i] = INFINITY;
+    for (int32_t c = 1; c < k; c++) {
+        double total = 0;
+        for (int32_t i = 0; i < count; i++) {
+            const double *q = &x[3 * i], *z = &centres[3 * (c - 1)];
+            double dd = (q[0] - z[0]) * (q[0] - z[0]) + (q[1] - z[1]) * (q[1] - z[1]) + (q[2] - z[2]) * (q[2] - z[2]);
+            d2[i] = fmin(d2[i], dd);
+            total += d2[i];
+        }
+        int32_t pick = count - 1;
+        double r = csm_rng_uniform(&rng) * total, acc = 0;
+        for (int32_t i = 0; i < count; i++) {
+            acc += d2[i];
+            if (acc > r && d2[i] > 0) {
+                pick = i;
+                break;
+            }
+        }
+        memcpy(&centres[3 * c], &x[3 * pick], sizeof(double) * 3);
+    }
+
+    double expo = 1.0 / (m - 1.0);
+    for (int it = 0; it < max_it; it++) {
+        double change = 0;
+        for (int32_t i = 0; i < count; i++)
+            change = fmax(change, fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k]));
+        /* centres: mass- and u^m-weighted means */
+        for (int32_t c = 0; c < k; c++) {
+            double W = 0, s[3] = {0, 0, 0};
+            for (int32_t i = 0; i < count; i++) {
+                double wt = mass[i] * pow(u[(size_t)i * (size_t)k + c], m);
+                W += wt;
+                for (int d = 0; d < 3; d++) s[d] += wt * x[3 * i + d];
+            }
+            if (W > 0)
+                for (int d = 0; d < 3; d++) centres[3 * c + d] = s[d] / W;
+        }
+        if (it > 0 && change <= tol) break;
+    }
+    for (int32_t i = 0; i < count; i++) fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k]);
+
+    /* membership -> clusters: keep u >= threshold * (the particle's largest u), so its best
+       cluster always; weights renormalised per particle */
+    double *norm = calloc((size_t)count, sizeof *norm), *cut = malloc(sizeof(double) * (size_t)count);
+    int32_t *best = malloc(sizeof *best * (size_t)count);
+    if (!norm || !best || !cut) abort();
+    for (int32_t i = 0; i < count; i++) {
+        const double *ui = &u[(size_t)i * (size_t)k];
+        best[i] = 0;
+        for (int32_t c = 1; c < k; c++)
+            if (ui[c] > ui[best[i]]) best[i] = c;
+        cut[i] = threshold * ui[best[i]];
+        for (int32_t c = 0; c < k; c++)
+            if (ui[c] >= cut[i]) norm[i] += fuzzified ? pow(ui[c], m) : ui[c];
+    }
+    for (int32_t c = 0; c < k; c++) {
+        int32_t before = out->m;
+        csm_builder_begin(out);
+        for (int32_t i = 0; i < count; i++) {
+            double uc = u[(size_t)i * (size_t)k + c];
+            if (uc >= cut[i]) csm_builder_add(out, first + i, (fuzzified ? pow(uc, m) : uc) / norm[i]);
+        }
+        if (out->m == before) { /* a centre no particle joined: drop it */
+            out->k--;
+            continue;
+        }
+        csm_builder_end(out);
+    }
+    free(norm);
+    free(cut);
+    free(best);
+    free(centres);
+    free(u);
+    free(d2);
+    return 0;
+}
+
+const csm_clustering csm_clustering_fuzzy_cmeans = {
+    "fuzzy_cmeans",
+    "Jones et al. 2015 (Falkenstein Sec 2.3.1): fuzzy c-means, overlapping clusters with weights w_ic from memberships",
+    fuzzy_cmeans_params,
+    fuzzy_cmeans_build,
 };

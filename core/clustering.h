@@ -27,6 +27,6 @@ void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t co
    (A_rr of rank < 3) or -1 when out of memory. */
 int csm_clusters_from_builder(csm_clusters *c, const csm_cluster_builder *b, const csm_particles *p);
 
-extern const csm_clustering csm_clustering_random_radius;
+extern const csm_clustering csm_clustering_random_radius, csm_clustering_fuzzy_cmeans, csm_clustering_per_particle;
 
 #endif

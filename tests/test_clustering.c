@@ -1,0 +1,143 @@
+/* Clustering methods: every particle covered, weights w_ic summing to 1, the fuzzy c-means fixed
+   point on a case computed by hand, per-particle regions with Bender's modified masses,
+   determinism for a seed. */
+#include "check.h"
+
+#include "commands.h"
+#include "config.h"
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CUBE CSM_TEST_DIR "/configs/free_cube.yaml"
+
+typedef struct built {
+    csm_config cfg;
+    csm_sim sim;
+} built;
+
+static void build(built *b, const char *const *sets, int nsets)
+{
+    csm_register_builtins();
+    csm_error err;
+    if (csm_config_load(CUBE, sets, nsets, &b->cfg, &err)) fail_msg("%s", err.msg);
+    if (csm_sim_create(&b->cfg, &b->sim, &err)) fail_msg("%s", err.msg);
+}
+
+static void release(built *b)
+{
+    csm_sim_destroy(&b->sim);
+    csm_config_free(&b->cfg);
+}
+
+/* sum_c w_ic = 1 for every particle, every particle in a cluster, cluster masses add up. */
+static void check_partition(const csm_world *w)
+{
+    const csm_clusters *C = &w->C;
+    double total = 0, cluster_total = 0;
+    for (int32_t i = 0; i < w->P.n; i++) {
+        assert_true(C->poff[i + 1] > C->poff[i]);
+        double s = 0;
+        for (int32_t q = C->poff[i]; q < C->poff[i + 1]; q++) s += C->weight[C->pmember[q]];
+        assert_close(s, 1.0, 1e-12);
+        total += w->P.mass[i];
+    }
+    for (int32_t c = 0; c < C->k; c++) cluster_total += C->mass[c];
+    assert_close(cluster_total, total, 1e-12 * total);
+}
+
+static void test_fuzzy_cmeans_partition_and_determinism(void **state)
+{
+    (void)state;
+    const char *sets[] = {"clustering={method: fuzzy_cmeans, count: 12}"};
+    built a, b, c;
+    build(&a, sets, 1);
+    build(&b, sets, 1);
+    check_partition(&a.sim.w);
+    assert_int_equal(a.sim.w.C.k, 12);
+    double overlap = (double)a.sim.w.C.m / a.sim.w.P.n;
+    assert_true(overlap > 1.2); /* clusters overlap */
+    assert_int_equal(a.sim.w.C.m, b.sim.w.C.m);
+    assert_memory_equal(a.sim.w.C.member, b.sim.w.C.member, sizeof(int32_t) * (size_t)a.sim.w.C.m);
+    assert_memory_equal(a.sim.w.C.weight, b.sim.w.C.weight, sizeof(double) * (size_t)a.sim.w.C.m);
+    const char *other[] = {"clustering={method: fuzzy_cmeans, count: 12}", "seed=99"};
+    build(&c, other, 2);
+    check_partition(&c.sim.w);
+    int same = c.sim.w.C.m == a.sim.w.C.m &&
+               memcmp(c.sim.w.C.weight, a.sim.w.C.weight, sizeof(double) * (size_t)a.sim.w.C.m) == 0;
+    assert_false(same);
+    release(&a);
+    release(&b);
+    release(&c);
+}
+
+/* Three equal masses at x = -1, 0, 1, two clusters, m = 2, every membership kept. By symmetry
+   the centres are +-c with u_+(x) = (x + c)^2 / ((x + c)^2 + (x - c)^2) and
+   c = sum u_+^2 x / sum u_+^2 (the u^m-weighted mean); the weights are the memberships. */
+static void test_fuzzy_cmeans_hand_computed(void **state)
+{
+    (void)state;
+    double c = 0.5;
+    for (int it = 0; it < 200; it++) {
+        double up = (1 + c) * (1 + c) / (2 * (1 + c * c)), um = (1 - c) * (1 - c) / (2 * (1 + c * c));
+        c = (up * up - um * um) / (up * up + um * um + 0.25);
+    }
+    double u1 = (1 + c) * (1 + c) / (2 * (1 + c * c)), u0 = (1 - c) * (1 - c) / (2 * (1 + c * c));
+    const char *sets[] = {"objects.0.shape={type: points, positions: [[-1, 0, 0], [0, 0, 0], [1, 0, 0]]}",
+                          "objects.0.deform=[[1, 0, 0], [0, 1, 0], [0, 0, 1]]",
+                          "clustering={method: fuzzy_cmeans, count: 2, threshold: 0, tolerance: 1e-12}"};
+    built b;
+    build(&b, sets, 3);
+    const csm_clusters *C = &b.sim.w.C;
+    assert_int_equal(C->k, 2);
+    assert_int_equal(C->m, 6);
+    for (int32_t k = 0; k < 2; k++) {
+        /* members are sorted by particle: weights of x = -1, 0, 1 */
+        const double *w = &C->weight[C->offset[k]];
+        int plus = w[2] > w[0];
+        assert_close(w[1], 0.5, 1e-9);
+        assert_close(w[plus ? 2 : 0], u1, 1e-9);
+        assert_close(w[plus ? 0 : 2], u0, 1e-9);
+    }
+    assert_true(c > 0.5 && c < 1); /* the fixed point lies between the middle and the ends */
+    release(&b);
+}
+
+/* Bender: one region per particle; with grid spacing 0.1 and radius 0.15 an interior particle's
+   region holds it, its 6 face and 12 edge neighbours; modified masses m_i / |R_i| keep the
+   total mass. */
+static void test_per_particle_regions(void **state)
+{
+    (void)state;
+    const char *sets[] = {"clustering={method: per_particle, radius: 0.15}"};
+    built b;
+    build(&b, sets, 1);
+    const csm_world *w = &b.sim.w;
+    const csm_clusters *C = &w->C;
+    assert_int_equal(C->k, w->P.n);
+    check_partition(w);
+    int32_t largest = 0;
+    for (int32_t c = 0; c < C->k; c++) {
+        int32_t size = C->offset[c + 1] - C->offset[c];
+        largest = size > largest ? size : largest;
+        int own = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) own |= C->member[j] == c;
+        assert_true(own);
+    }
+    assert_int_equal(largest, 19);
+    for (int32_t i = 0; i < w->P.n; i++) /* |R_i| regions, each w_ic = 1 / |R_i| */
+        for (int32_t q = C->poff[i]; q < C->poff[i + 1]; q++)
+            assert_close(C->weight[C->pmember[q]], 1.0 / (C->poff[i + 1] - C->poff[i]), 1e-15);
+    release(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fuzzy_cmeans_partition_and_determinism),
+        cmocka_unit_test(test_fuzzy_cmeans_hand_computed),
+        cmocka_unit_test(test_per_particle_regions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
