@@ -118,16 +118,35 @@ static void gather_member(int32_t j, void *user)
     g->covered[j] = 1;
 }
 
-static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
-                               int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
+/* Clusters of every particle within radius d (rest space) of each seed in `order`; with
+   skip_covered, a seed already in a cluster starts none. Weights w_ic = 1 / n_i. */
+static int radius_clusters(const csm_particles *p, int32_t first, int32_t count, double d,
+                           const int32_t *order, int skip_covered, csm_cluster_builder *out, csm_error *err)
 {
-    double d = csm_cfg_num(cfg, "radius");
     const double *rest = &p->rest[3 * first];
     csm_grid grid;
     if (csm_grid_build(&grid, rest, count, d)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     char *covered = calloc((size_t)count, 1);
-    int32_t *order = malloc(sizeof *order * (size_t)count);
-    if (!covered || !order) abort();
+    if (!covered) abort();
+    gather_ctx g = {out, covered, first};
+    for (int32_t s = 0; s < count; s++) {
+        int32_t i = order ? order[s] : s;
+        if (skip_covered && covered[i]) continue;
+        csm_builder_begin(out);
+        csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
+        csm_builder_end(out);
+    }
+    free(covered);
+    csm_grid_free(&grid);
+    csm_builder_equal_weights(out, first, count);
+    return 0;
+}
+
+static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
+                               int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
+{
+    int32_t *order = malloc(sizeof *order * ((size_t)count + 1));
+    if (!order) abort();
     /* "iteratively choose a random particle ... until all particles are in at least one
        cluster": a random permutation, skipping particles already covered. */
     csm_rng rng;
@@ -139,19 +158,9 @@ static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p
         order[i] = order[j];
         order[j] = t;
     }
-    gather_ctx g = {out, covered, first};
-    for (int32_t s = 0; s < count; s++) {
-        int32_t i = order[s];
-        if (covered[i]) continue;
-        csm_builder_begin(out);
-        csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
-        csm_builder_end(out);
-    }
+    int rc = radius_clusters(p, first, count, csm_cfg_num(cfg, "radius"), order, 1, out, err);
     free(order);
-    free(covered);
-    csm_grid_free(&grid);
-    csm_builder_equal_weights(out, first, count);
-    return 0;
+    return rc;
 }
 
 const csm_clustering csm_clustering_random_radius = {
@@ -174,22 +183,7 @@ static int per_particle_build(const csm_plugin_cfg *cfg, const csm_particles *p,
                               int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
 {
     (void)seed;
-    double d = csm_cfg_num(cfg, "radius");
-    const double *rest = &p->rest[3 * first];
-    csm_grid grid;
-    if (csm_grid_build(&grid, rest, count, d)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    char *covered = calloc((size_t)count, 1);
-    if (!covered) abort();
-    gather_ctx g = {out, covered, first};
-    for (int32_t i = 0; i < count; i++) {
-        csm_builder_begin(out);
-        csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
-        csm_builder_end(out);
-    }
-    free(covered);
-    csm_grid_free(&grid);
-    csm_builder_equal_weights(out, first, count);
-    return 0;
+    return radius_clusters(p, first, count, csm_cfg_num(cfg, "radius"), NULL, 0, out, err);
 }
 
 const csm_clustering csm_clustering_per_particle = {
