@@ -211,12 +211,12 @@ static const csm_param_spec fuzzy_cmeans_params[] = {
     CSM_PARAM_END,
 };
 
-/* Memberships of one point to k centres (row u[k]); returns the largest change from `old`. */
-static double fcm_memberships(const double *x, const double *centres, int32_t k, double expo, double *u)
+/* Memberships of one point to k centres, written over its previous row u[k]; returns the
+   largest change. `dist` is scratch for k doubles. */
+static double fcm_memberships(const double *x, const double *centres, int32_t k, double expo, double *u,
+                              double *dist)
 {
     int32_t at = -1;
-    double d2[64], *dist = k <= 64 ? d2 : malloc(sizeof(double) * (size_t)k);
-    if (!dist) abort();
     for (int32_t c = 0; c < k; c++) {
         double dx = x[0] - centres[3 * c], dy = x[1] - centres[3 * c + 1], dz = x[2] - centres[3 * c + 2];
         dist[c] = dx * dx + dy * dy + dz * dz;
@@ -237,7 +237,6 @@ static double fcm_memberships(const double *x, const double *centres, int32_t k,
         change = fmax(change, fabs(v - u[c]));
         u[c] = v;
     }
-    if (dist != d2) free(dist);
     return change;
 }
 
@@ -255,8 +254,8 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
     const double *mass = &p->mass[first];
     double *centres = malloc(sizeof(double) * 3 * (size_t)k);
     double *u = calloc((size_t)count * (size_t)k, sizeof *u);
-    double *d2 = malloc(sizeof(double) * (size_t)count);
-    if (!centres || !u || !d2) abort();
+    double *d2 = malloc(sizeof(double) * (size_t)count), *dist = malloc(sizeof(double) * (size_t)k);
+    if (!centres || !u || !d2 || !dist) abort();
 
     /* k-means++ seeding (Arthur and Vassilvitskii 2007), from the run's seed */
     csm_rng rng;
@@ -288,7 +287,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
     for (int it = 0; it < max_it; it++) {
         double change = 0;
         for (int32_t i = 0; i < count; i++)
-            change = fmax(change, fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k]));
+            change = fmax(change, fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k], dist));
         /* centres: mass- and u^m-weighted means */
         for (int32_t c = 0; c < k; c++) {
             double W = 0, s[3] = {0, 0, 0};
@@ -302,7 +301,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
         }
         if (it > 0 && change <= tol) break;
     }
-    for (int32_t i = 0; i < count; i++) fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k]);
+    for (int32_t i = 0; i < count; i++) fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k], dist);
 
     /* membership -> clusters: keep u >= threshold * (the particle's largest u), so its best
        cluster always; weights renormalised per particle */
@@ -337,6 +336,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
     free(centres);
     free(u);
     free(d2);
+    free(dist);
     return 0;
 }
 

@@ -11,7 +11,7 @@
 #include <omp.h>
 #endif
 
-/* Müller 2005 Sec 4.3, quadratic mode: A~ = A~_pq A~_qq^-1 over q~ = (p, q2(p) - qmean) (3x9),
+/* Müller 2005 quadratic mode (report Sec 4): A~ = A~_pq A~_qq^-1 over q~ = (p, q2(p) - qmean) (3x9),
    goals from beta A~ + (1 - beta) [R F^p, 0]. The fit is over the rest offsets p, so with
    plasticity the rigid part still carries F^p (Eq 16) and beta = 0 is exactly the rigid mode. */
 static void quadratic_fit(const csm_world *w, csm_clusters *C, const double *x, const double com[3], int32_t c)
@@ -84,7 +84,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
     w->rotation->extract(w->svd, Apq, Fe, R, &C->sigma[3 * c]);
     if (w->mode == CSM_MODE_LINEAR && C->rank[c] == 3 && csm_m3_det(Fe) > 0) {
-        /* Müller 2005 Sec 4.2: goals from beta A + (1 - beta) R, A = F^e / cbrt(det F^e) so the
+        /* Müller 2005 linear mode (report Sec 4): goals from beta A + (1 - beta) R, A = F^e / cbrt(det F^e) so the
            linear part keeps volume; F^e is Müller's A_pq A_qq^-1 of the plastic rest shape
            q = F^p p. A planar or inverted cluster has no volume to keep and stays rigid. */
         double s3 = cbrt(csm_m3_det(Fe)), B[9];

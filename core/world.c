@@ -125,7 +125,7 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
     return degenerate;
 }
 
-/* Quadratic shape matching (Müller 2005 Sec 4.3): q~ = (p, q2(p)) in R^9. The quadratic terms
+/* Quadratic shape matching (Müller 2005, report Sec 4): q~ = (p, q2(p)) in R^9. The quadratic terms
    are centred on their weighted mean, which makes the fit's translation free as well: the goals
    of a cluster then keep its centre of mass, so internal forces still sum to zero (with raw
    q2(p), as in the paper, they do not). A_qq is inverted by eigen-decomposition with small

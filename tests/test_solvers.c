@@ -150,11 +150,9 @@ static double goal_error(const char *mode, double beta, point_map map)
 /* x = R S r + t with det S = 1: a volume-keeping linear map plus a rotation. */
 static void shear_map(const double r[3], double x[3])
 {
-    double S[9] = {1, 0.4, 0, 0, 1, 0, 0, 0, 1}, Rz[9], RS[9];
-    double a = 0.7;
-    double R[9] = {cos(a), -sin(a), 0, sin(a), cos(a), 0, 0, 0, 1};
-    memcpy(Rz, R, sizeof R);
-    csm_m3_mul(Rz, S, RS);
+    double a = 0.7, RS[9];
+    double S[9] = {1, 0.4, 0, 0, 1, 0, 0, 0, 1}, R[9] = {cos(a), -sin(a), 0, sin(a), cos(a), 0, 0, 0, 1};
+    csm_m3_mul(R, S, RS);
     csm_m3_mul_v3(RS, r, x);
     x[0] += 2;
     x[1] -= 1;
