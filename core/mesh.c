@@ -1,0 +1,559 @@
+#include "mesh.h"
+
+#include "csm_math.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Nodes whose triangles all lie within radius of their centre are replaced by their dipole term
+   once p is farther than this many radii (Barill et al. 2018, "Fast winding numbers for soups and
+   clouds", Sec 3.2, call it beta). At 3 the first-order term errs by at most 0.013 at the centre
+   of a finely triangulated sphere, the worst case the tests know; adding the second-order term
+   (the area vectors' first moment) made that case worse at beta 2 and 3, so it is left out. */
+#define FAR_FIELD_RADII 3.0
+#define LEAF_TRIANGLES 8
+
+/* ------------------------------------------------------------------------------------------ */
+/* Growing arrays for the readers: sized by what the file holds, never by what a header claims. */
+
+typedef struct dbuf {
+    double *a;
+    int64_t n, cap;
+} dbuf;
+typedef struct ibuf {
+    int32_t *a;
+    int64_t n, cap;
+} ibuf;
+
+static int dbuf_push(dbuf *b, double x)
+{
+    if (b->n == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 1024;
+        double *a = realloc(b->a, sizeof *a * (size_t)cap);
+        if (!a) return -1;
+        b->a = a;
+        b->cap = cap;
+    }
+    b->a[b->n++] = x;
+    return 0;
+}
+static int ibuf_push(ibuf *b, int32_t x)
+{
+    if (b->n == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 1024;
+        int32_t *a = realloc(b->a, sizeof *a * (size_t)cap);
+        if (!a) return -1;
+        b->a = a;
+        b->cap = cap;
+    }
+    b->a[b->n++] = x;
+    return 0;
+}
+
+/* A file read whole and walked line by line; '#' starts a comment in both formats. */
+typedef struct reader {
+    const char *path;
+    char *text, *next;
+    int line;
+} reader;
+
+/* The next line with something on it (comments stripped), or NULL at the end. */
+static char *next_line(reader *r)
+{
+    while (r->next && *r->next) {
+        char *s = r->next;
+        char *end = strchr(s, '\n');
+        if (end) {
+            *end = 0;
+            r->next = end + 1;
+        } else {
+            r->next = s + strlen(s);
+        }
+        r->line++;
+        char *hash = strchr(s, '#');
+        if (hash) *hash = 0;
+        while (isspace((unsigned char)*s)) s++;
+        if (*s) return s;
+    }
+    return NULL;
+}
+
+static int read_number(reader *r, char **s, double *x, const char *what, csm_error *err)
+{
+    while (isspace((unsigned char)**s)) (*s)++;
+    if (!**s) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s: line ends early", r->path, r->line, what);
+    char *end;
+    errno = 0;
+    *x = strtod(*s, &end);
+    if (end == *s || (*end && !isspace((unsigned char)*end) && *end != '/')) {
+        int len = 0;
+        while ((*s)[len] && !isspace((unsigned char)(*s)[len]) && len < 24) len++;
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s: '%.*s' is not a number", r->path, r->line, what,
+                        len, *s);
+    }
+    if (!isfinite(*x))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s: coordinate '%.*s' is not finite", r->path, r->line,
+                        what, (int)(end - *s) < 24 ? (int)(end - *s) : 24, *s);
+    *s = end;
+    return 0;
+}
+
+static int read_count(reader *r, char **s, int64_t *n, const char *what, csm_error *err)
+{
+    double x;
+    if (read_number(r, s, &x, what, err)) return -1;
+    if (x != floor(x) || x < 0 || x > 1e9)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s: %g is not a count", r->path, r->line, what, x);
+    *n = (int64_t)x;
+    return 0;
+}
+
+/* A polygon's vertices are fanned into triangles (i0, ik, ik+1). The fan spans the polygon's
+   boundary, and a winding number depends on a closed surface's boundary curves only, so the
+   inside test is exact even for non-convex or non-planar polygons. */
+static int add_polygon(reader *r, const int32_t *idx, int64_t count, ibuf *tri, csm_error *err)
+{
+    if (count < 3)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a face has %lld vertices; a face needs at least 3",
+                        r->path, r->line, (long long)count);
+    for (int64_t k = 1; k + 1 < count; k++)
+        if (ibuf_push(tri, idx[0]) || ibuf_push(tri, idx[k]) || ibuf_push(tri, idx[k + 1]))
+            return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", r->path);
+    return 0;
+}
+
+static int read_off(reader *r, char *header, dbuf *v, ibuf *tri, csm_error *err)
+{
+    /* [ST][C][N][4]OFF: colours, normals and texture coordinates follow a vertex's x y z */
+    char *s = header;
+    while (*s && !isspace((unsigned char)*s)) s++;
+    if (s - header < 3 || strncmp(s - 3, "OFF", 3) != 0 || strstr(header, "4OFF") || header[0] == 'n')
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: not an OFF header (expected OFF, COFF or NOFF)", r->path,
+                        r->line);
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s) { /* the counts are on the next line */
+        s = next_line(r);
+        if (!s) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: file ends before the vertex and face counts", r->path, r->line);
+    }
+    int64_t nv, nf, ne;
+    if (read_count(r, &s, &nv, "vertex count", err) || read_count(r, &s, &nf, "face count", err)) return -1;
+    while (isspace((unsigned char)*s)) s++;
+    if (*s && read_count(r, &s, &ne, "edge count", err)) return -1;
+    if (nv == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: the mesh has no vertices", r->path, r->line);
+    if (nf == 0)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: the mesh has no faces; only a closed surface has an inside",
+                        r->path, r->line);
+    if (nv > INT32_MAX / 3 || nf > INT32_MAX / 3)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %lld vertices, %lld faces: too many", r->path, r->line,
+                        (long long)nv, (long long)nf);
+    for (int64_t i = 0; i < nv; i++) {
+        s = next_line(r);
+        if (!s)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: truncated: the header promises %lld vertices, the file ends after %lld",
+                            r->path, r->line, (long long)nv, (long long)i);
+        for (int d = 0; d < 3; d++) {
+            double x;
+            if (read_number(r, &s, &x, "vertex", err)) return -1;
+            if (dbuf_push(v, x)) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", r->path);
+        }
+    }
+    ibuf poly = {0};
+    int rc = 0;
+    for (int64_t f = 0; f < nf && !rc; f++) {
+        s = next_line(r);
+        if (!s) {
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: truncated: the header promises %lld faces, the file ends after %lld",
+                          r->path, r->line, (long long)nf, (long long)f);
+            break;
+        }
+        int64_t count;
+        if (read_count(r, &s, &count, "face size", err)) {
+            rc = -1;
+            break;
+        }
+        poly.n = 0;
+        for (int64_t k = 0; k < count && !rc; k++) {
+            int64_t idx;
+            while (isspace((unsigned char)*s)) s++;
+            if (!*s)
+                rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a face of %lld vertices lists %lld", r->path, r->line,
+                              (long long)count, (long long)k);
+            else if (read_count(r, &s, &idx, "face", err))
+                rc = -1;
+            else if (idx >= nv)
+                rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: vertex index %lld is out of range (the mesh has %lld vertices)",
+                              r->path, r->line, (long long)idx, (long long)nv);
+            else if (ibuf_push(&poly, (int32_t)idx))
+                rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", r->path);
+        }
+        if (!rc) rc = add_polygon(r, poly.a, poly.n, tri, err);
+    }
+    free(poly.a);
+    return rc;
+}
+
+/* Wavefront OBJ: "v x y z [w]" and "f i[/t][/n] ..." with 1-based or negative (relative)
+   indices; normals, texture coordinates, groups and materials are skipped. */
+static int read_obj(reader *r, char *s, dbuf *v, ibuf *tri, csm_error *err)
+{
+    ibuf poly = {0};
+    int rc = 0, faces = 0;
+    for (; s && !rc; s = next_line(r)) {
+        if (s[0] == 'v' && isspace((unsigned char)s[1])) {
+            s++;
+            for (int d = 0; d < 3 && !rc; d++) {
+                double x;
+                if (read_number(r, &s, &x, "vertex", err)) rc = -1;
+                else if (dbuf_push(v, x)) rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", r->path);
+            }
+            if (!rc && v->n / 3 > INT32_MAX / 3) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: too many vertices", r->path, r->line);
+        } else if (s[0] == 'f' && isspace((unsigned char)s[1])) {
+            s++;
+            poly.n = 0;
+            int64_t nv = v->n / 3;
+            for (;;) {
+                while (isspace((unsigned char)*s)) s++;
+                if (!*s) break;
+                char *end;
+                errno = 0;
+                long long idx = strtoll(s, &end, 10);
+                if (end == s || (*end && *end != '/' && !isspace((unsigned char)*end))) {
+                    rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: face: '%.*s' is not a vertex index", r->path, r->line,
+                                  (int)strcspn(s, " \t\r"), s);
+                    break;
+                }
+                long long abs_idx = idx < 0 ? nv + idx : idx - 1;
+                if (idx == 0 || errno || abs_idx < 0 || abs_idx >= nv) {
+                    rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: vertex index %lld is out of range (%lld vertices so far)",
+                                  r->path, r->line, idx, (long long)nv);
+                    break;
+                }
+                if (ibuf_push(&poly, (int32_t)abs_idx)) {
+                    rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", r->path);
+                    break;
+                }
+                s = end;
+                while (*s && !isspace((unsigned char)*s)) s++; /* /t/n */
+            }
+            if (!rc) rc = add_polygon(r, poly.a, poly.n, tri, err);
+            faces++;
+        }
+    }
+    free(poly.a);
+    if (rc) return rc;
+    if (v->n == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: the mesh has no vertices", r->path, r->line);
+    if (faces == 0)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: the mesh has no faces; only a closed surface has an inside",
+                        r->path, r->line);
+    return 0;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    if (n < k) return 0;
+    for (size_t j = 0; j < k; j++)
+        if (tolower((unsigned char)s[n - k + j]) != suffix[j]) return 0;
+    return 1;
+}
+
+int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err)
+{
+    memset(m, 0, sizeof *m);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the mesh: %s", path, strerror(errno));
+    reader r = {path, NULL, NULL, 0};
+    size_t cap = 1 << 16, len = 0;
+    r.text = malloc(cap + 1);
+    for (size_t got; r.text && (got = fread(r.text + len, 1, cap - len, fp)) > 0;) {
+        len += got;
+        if (len == cap) {
+            char *t = realloc(r.text, 2 * cap + 1);
+            if (!t) {
+                free(r.text);
+                r.text = NULL;
+                break;
+            }
+            r.text = t;
+            cap *= 2;
+        }
+    }
+    int read_error = ferror(fp);
+    fclose(fp);
+    if (!r.text) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    if (read_error) {
+        free(r.text);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read the mesh (is it a folder?)", path);
+    }
+    r.text[len] = 0;
+    if (memchr(r.text, 0, len)) {
+        free(r.text);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: binary data; expected an OFF or OBJ text file", path);
+    }
+    r.next = r.text;
+    dbuf v = {0};
+    ibuf tri = {0};
+    char *first = next_line(&r);
+    int rc;
+    if (!first)
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: empty mesh file", path, r.line > 0 ? r.line : 1);
+    else if (has_suffix(path, ".off") || (!has_suffix(path, ".obj") && strstr(first, "OFF") && first[0] != 'v'))
+        rc = read_off(&r, first, &v, &tri, err);
+    else
+        rc = read_obj(&r, first, &v, &tri, err);
+    free(r.text);
+    if (rc) {
+        free(v.a);
+        free(tri.a);
+        return rc;
+    }
+    m->v = v.a;
+    m->nv = (int32_t)(v.n / 3);
+    m->tri = tri.a;
+    m->nt = (int32_t)(tri.n / 3);
+    if (csm_mesh_build_tree(m)) {
+        csm_mesh_free(m);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    }
+    return 0;
+}
+
+int csm_mesh_from_arrays(csm_mesh *m, const double *v, int32_t nv, const int32_t *tri, int32_t nt)
+{
+    memset(m, 0, sizeof *m);
+    m->v = malloc(sizeof *m->v * 3 * (size_t)(nv > 0 ? nv : 1));
+    m->tri = malloc(sizeof *m->tri * 3 * (size_t)(nt > 0 ? nt : 1));
+    if (!m->v || !m->tri) {
+        csm_mesh_free(m);
+        return -1;
+    }
+    memcpy(m->v, v, sizeof *m->v * 3 * (size_t)nv);
+    memcpy(m->tri, tri, sizeof *m->tri * 3 * (size_t)nt);
+    m->nv = nv;
+    m->nt = nt;
+    return csm_mesh_build_tree(m);
+}
+
+void csm_mesh_free(csm_mesh *m)
+{
+    free(m->v);
+    free(m->tri);
+    free(m->node);
+    free(m->order);
+    memset(m, 0, sizeof *m);
+}
+
+void csm_mesh_transform(csm_mesh *m, const double A[9], const double t[3])
+{
+    for (int32_t i = 0; i < m->nv; i++) {
+        double y[3];
+        csm_m3_mul_v3(A, &m->v[3 * i], y);
+        for (int d = 0; d < 3; d++) m->v[3 * i + d] = y[d] + t[d];
+    }
+}
+
+void csm_mesh_bounds(const csm_mesh *m, double lo[3], double hi[3])
+{
+    for (int d = 0; d < 3; d++) {
+        lo[d] = INFINITY;
+        hi[d] = -INFINITY;
+    }
+    /* only vertices that some face uses: stray vertices bound nothing */
+    for (int32_t k = 0; k < 3 * m->nt; k++)
+        for (int d = 0; d < 3; d++) {
+            double x = m->v[3 * m->tri[k] + d];
+            lo[d] = x < lo[d] ? x : lo[d];
+            hi[d] = x > hi[d] ? x : hi[d];
+        }
+}
+
+double csm_mesh_volume(const csm_mesh *m)
+{
+    double vol = 0;
+    for (int32_t t = 0; t < m->nt; t++) {
+        const double *a = &m->v[3 * m->tri[3 * t]], *b = &m->v[3 * m->tri[3 * t + 1]], *c = &m->v[3 * m->tri[3 * t + 2]];
+        double bc[3];
+        csm_v3_cross(b, c, bc);
+        vol += csm_v3_dot(a, bc);
+    }
+    return fabs(vol) / 6.0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The tree: median splits along the longest extent of the triangles' centroids. */
+
+typedef struct tri_key {
+    double key;
+    int32_t tri;
+} tri_key;
+
+static int cmp_tri_key(const void *a, const void *b)
+{
+    const tri_key *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->tri < y->tri ? -1 : x->tri > y->tri;
+}
+
+static void centroid(const csm_mesh *m, int32_t t, double c[3])
+{
+    for (int d = 0; d < 3; d++)
+        c[d] = (m->v[3 * m->tri[3 * t] + d] + m->v[3 * m->tri[3 * t + 1] + d] + m->v[3 * m->tri[3 * t + 2] + d]) / 3.0;
+}
+
+static void area_vector(const csm_mesh *m, int32_t t, double n[3])
+{
+    const double *a = &m->v[3 * m->tri[3 * t]], *b = &m->v[3 * m->tri[3 * t + 1]], *c = &m->v[3 * m->tri[3 * t + 2]];
+    double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    csm_v3_cross(e1, e2, n);
+    for (int d = 0; d < 3; d++) n[d] *= 0.5;
+}
+
+/* Node statistics for the far field (Barill et al. 2018 Sec 3.2): the area vectors' sum, an
+   area-weighted centre, and a radius that bounds the expansion's error. */
+static void node_stats(const csm_mesh *m, csm_mesh_node *nd)
+{
+    double area = 0, wc[3] = {0, 0, 0}, mc[3] = {0, 0, 0};
+    memset(nd->normal, 0, sizeof nd->normal);
+    for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
+        int32_t t = m->order[k];
+        double n[3], c[3];
+        area_vector(m, t, n);
+        centroid(m, t, c);
+        double a = sqrt(csm_v3_dot(n, n));
+        area += a;
+        for (int d = 0; d < 3; d++) {
+            nd->normal[d] += n[d];
+            wc[d] += a * c[d];
+            mc[d] += c[d] / nd->count;
+        }
+    }
+    for (int d = 0; d < 3; d++) nd->centre[d] = area > 0 ? wc[d] / area : mc[d];
+    double r2 = 0;
+    for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
+        int32_t t = m->order[k];
+        for (int j = 0; j < 3; j++) {
+            const double *p = &m->v[3 * m->tri[3 * t + j]];
+            double d[3] = {p[0] - nd->centre[0], p[1] - nd->centre[1], p[2] - nd->centre[2]};
+            double l2 = csm_v3_dot(d, d);
+            r2 = l2 > r2 ? l2 : r2;
+        }
+    }
+    nd->radius = sqrt(r2);
+}
+
+static int32_t build_node(csm_mesh *m, tri_key *keys, int32_t first, int32_t count)
+{
+    int32_t id = m->nnode++;
+    csm_mesh_node *nd = &m->node[id];
+    nd->first = first;
+    nd->count = count;
+    nd->left = nd->right = -1;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int32_t k = first; k < first + count; k++) {
+        double c[3];
+        centroid(m, m->order[k], c);
+        for (int d = 0; d < 3; d++) {
+            lo[d] = c[d] < lo[d] ? c[d] : lo[d];
+            hi[d] = c[d] > hi[d] ? c[d] : hi[d];
+        }
+    }
+    node_stats(m, nd);
+    if (count <= LEAF_TRIANGLES) return id;
+    int axis = 0;
+    for (int d = 1; d < 3; d++)
+        if (hi[d] - lo[d] > hi[axis] - lo[axis]) axis = d;
+    for (int32_t k = first; k < first + count; k++) {
+        double c[3];
+        centroid(m, m->order[k], c);
+        keys[k].key = c[axis];
+        keys[k].tri = m->order[k];
+    }
+    qsort(keys + first, (size_t)count, sizeof *keys, cmp_tri_key);
+    for (int32_t k = first; k < first + count; k++) m->order[k] = keys[k].tri;
+    int32_t half = count / 2;
+    int32_t left = build_node(m, keys, first, half);
+    int32_t right = build_node(m, keys, first + half, count - half);
+    nd = &m->node[id];
+    nd->left = left;
+    nd->right = right;
+    nd->count = 0;
+    return id;
+}
+
+int csm_mesh_build_tree(csm_mesh *m)
+{
+    free(m->node);
+    free(m->order);
+    m->nnode = 0;
+    size_t cap = 2 * (size_t)(m->nt > 0 ? m->nt : 1);
+    m->node = malloc(sizeof *m->node * cap);
+    m->order = malloc(sizeof *m->order * (size_t)(m->nt > 0 ? m->nt : 1));
+    tri_key *keys = malloc(sizeof *keys * (size_t)(m->nt > 0 ? m->nt : 1));
+    if (!m->node || !m->order || !keys) {
+        free(keys);
+        return -1;
+    }
+    for (int32_t t = 0; t < m->nt; t++) m->order[t] = t;
+    if (m->nt > 0) build_node(m, keys, 0, m->nt);
+    free(keys);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+/* Solid angle of triangle abc seen from p (Van Oosterom and Strackee 1983, as Jacobson et al.
+   2013 Eq 6): tan(Omega / 2) = det[a b c] / (|a||b||c| + (a.b)|c| + (b.c)|a| + (c.a)|b|), with
+   a, b, c relative to p. atan2 keeps the sign and the quadrant. */
+static double solid_angle(const csm_mesh *m, int32_t t, const double p[3])
+{
+    double a[3], b[3], c[3];
+    for (int d = 0; d < 3; d++) {
+        a[d] = m->v[3 * m->tri[3 * t] + d] - p[d];
+        b[d] = m->v[3 * m->tri[3 * t + 1] + d] - p[d];
+        c[d] = m->v[3 * m->tri[3 * t + 2] + d] - p[d];
+    }
+    double la = sqrt(csm_v3_dot(a, a)), lb = sqrt(csm_v3_dot(b, b)), lc = sqrt(csm_v3_dot(c, c));
+    double bc[3];
+    csm_v3_cross(b, c, bc);
+    double det = csm_v3_dot(a, bc);
+    double den = la * lb * lc + csm_v3_dot(a, b) * lc + csm_v3_dot(b, c) * la + csm_v3_dot(c, a) * lb;
+    return 2.0 * atan2(det, den);
+}
+
+double csm_mesh_winding_exact(const csm_mesh *m, const double p[3])
+{
+    double sum = 0;
+    for (int32_t t = 0; t < m->nt; t++) sum += solid_angle(m, t, p);
+    return sum / (4.0 * CSM_PI);
+}
+
+double csm_mesh_winding(const csm_mesh *m, const double p[3])
+{
+    if (m->nt == 0) return 0;
+    int32_t stack[128];
+    int top = 0;
+    double sum = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        const csm_mesh_node *nd = &m->node[stack[--top]];
+        double d[3] = {nd->centre[0] - p[0], nd->centre[1] - p[1], nd->centre[2] - p[2]};
+        double dist2 = csm_v3_dot(d, d);
+        double far = FAR_FIELD_RADII * nd->radius;
+        if (dist2 > far * far) {
+            /* Barill et al. 2018 Eq 11, first order: Omega ~ N . (c - p) / |c - p|^3 */
+            sum += csm_v3_dot(nd->normal, d) / (dist2 * sqrt(dist2));
+        } else if (nd->count > 0) {
+            for (int32_t k = nd->first; k < nd->first + nd->count; k++) sum += solid_angle(m, m->order[k], p);
+        } else {
+            stack[top++] = nd->left; /* a median-split tree over < 2^31 triangles is < 128 deep */
+            stack[top++] = nd->right;
+        }
+    }
+    return sum / (4.0 * CSM_PI);
+}
+
+int csm_mesh_inside(const csm_mesh *m, const double p[3]) { return fabs(csm_mesh_winding(m, p)) >= 0.5; }

@@ -1,0 +1,52 @@
+/* Triangle meshes from OFF and OBJ files, and the generalized winding number (Jacobson, Kavan and
+   Sorkine-Hornung 2013) as an inside test that survives small holes, flipped faces and an
+   inside-out orientation: "sample the bounding box, keep the points inside" on real meshes. */
+#ifndef CSM_MESH_H
+#define CSM_MESH_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct csm_mesh_node {
+    double centre[3]; /* area-weighted centroid of the node's triangles */
+    double normal[3]; /* sum of the triangles' area vectors A_t = 1/2 (b - a) x (c - a) */
+    double radius;    /* every vertex of the node lies within radius of centre */
+    int32_t first, count; /* triangles [first, first + count) of the tree's order; count 0: inner */
+    int32_t left, right;  /* children, for an inner node */
+} csm_mesh_node;
+
+typedef struct csm_mesh {
+    int32_t nv, nt;
+    double *v;       /* [3 nv] vertex positions */
+    int32_t *tri;    /* [3 nt] vertex indices; polygons are fanned into triangles */
+    csm_mesh_node *node; /* bounding-volume tree over triangles, node 0 the root */
+    int32_t nnode;
+    int32_t *order;  /* [nt] triangle indices in tree order */
+} csm_mesh;
+
+/* Read an OFF or OBJ file (by its extension, else by its first keyword). Errors name the file
+   and line: truncated files, non-finite coordinates, indices out of range, faces of fewer than
+   three vertices, files without faces. */
+int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err);
+/* A mesh from arrays (copied), for generated shapes and tests. */
+int csm_mesh_from_arrays(csm_mesh *m, const double *v, int32_t nv, const int32_t *tri, int32_t nt);
+void csm_mesh_free(csm_mesh *m);
+
+/* v <- A v + t for every vertex; the tree is rebuilt on the next query build. */
+void csm_mesh_transform(csm_mesh *m, const double A[9], const double t[3]);
+void csm_mesh_bounds(const csm_mesh *m, double lo[3], double hi[3]);
+/* Enclosed volume by the divergence theorem (exact for closed meshes; its absolute value, so an
+   inside-out mesh has a positive volume). */
+double csm_mesh_volume(const csm_mesh *m);
+
+/* Build the tree the fast winding number needs (again after a transform). */
+int csm_mesh_build_tree(csm_mesh *m);
+/* Exact winding number: the sum of the triangles' solid angles over 4 pi. */
+double csm_mesh_winding_exact(const csm_mesh *m, const double p[3]);
+/* Tree-accelerated winding number: exact near p, a far node's dipole term elsewhere. */
+double csm_mesh_winding(const csm_mesh *m, const double p[3]);
+/* |w| >= 1/2: inside, whatever the orientation. */
+int csm_mesh_inside(const csm_mesh *m, const double p[3]);
+
+#endif
