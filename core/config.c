@@ -60,21 +60,34 @@ static const csm_param_spec points_params[] = {
     CSM_PARAM_END,
 };
 
+static const csm_param_spec mesh_params[] = {
+    {"path", CSM_STRING, 0, 0, 0, "OFF or OBJ file; relative paths are tried from the current folder, then the config's",
+     NULL, {0}, "", CSM_PARAM_REQUIRED},
+    {"rotate", CSM_VEC3, 0, -1e9, 1e9, "rotation in degrees about x, then y, then z", NULL, {0, 0, 0}, NULL, 0},
+    {"fit", CSM_ENUM, 0, 0, 1, "unit_box: scale so the longest bounding-box edge is 1", "none|unit_box", {0}, NULL, 0},
+    {"scale", CSM_REAL, 1.0, 1e-9, 1e9, "uniform scale, after fit", NULL, {0}, NULL, 0},
+    CSM_PARAM_END,
+};
+
 static const csm_plugin_head shape_kinds[] = {
     {"box", "axis-aligned box centred on the object's position", box_params},
     {"sphere", "ball", sphere_params},
     {"cylinder", "solid cylinder", cylinder_params},
     {"torus", "solid torus", torus_params},
     {"points", "particles at the given positions (sampling is ignored)", points_params},
+    {"mesh", "inside of a triangle or polygon mesh (generalized winding number), centred on its bounding box",
+     mesh_params},
 };
 
 static const csm_param_spec grid_params[] = {
     {"spacing", CSM_REAL, 0.1, 1e-6, 1e9, "distance between grid points", NULL, {0}, NULL, 0},
+    {"particles", CSM_INT, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)", NULL, {0}, NULL, 0},
     CSM_PARAM_END,
 };
 static const csm_param_spec poisson_params[] = {
     {"spacing", CSM_REAL, 0.1, 1e-6, 1e9, "minimum distance between particles (Bridson 2007)", NULL, {0}, NULL, 0},
     {"attempts", CSM_INT, 30, 1, 1000, "candidates tried around each active sample", NULL, {0}, NULL, 0},
+    {"particles", CSM_INT, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)", NULL, {0}, NULL, 0},
     CSM_PARAM_END,
 };
 static const csm_plugin_head sampling_kinds[] = {

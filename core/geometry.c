@@ -4,8 +4,10 @@
 #include "rng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static double shape_num(const csm_object_cfg *o, const char *key) { return csm_cfg_num(&o->shape, key); }
 
@@ -17,8 +19,9 @@ static void axis_frame(int axis, int *a, int *b, int *c)
     *c = (axis + 2) % 3;
 }
 
-int csm_shape_inside(const csm_object_cfg *o, const double p[3])
+int csm_shape_inside(const csm_shape *sh, const double p[3])
 {
+    const csm_object_cfg *o = sh->o;
     switch (o->shape_type) {
     case CSM_SHAPE_BOX: {
         const double *s = csm_cfg_vec(&o->shape, "size");
@@ -41,12 +44,15 @@ int csm_shape_inside(const csm_object_cfg *o, const double p[3])
         double radial = sqrt(p[b] * p[b] + p[c] * p[c]) - R;
         return radial * radial + p[a] * p[a] <= r * r;
     }
+    case CSM_SHAPE_MESH:
+        return csm_mesh_inside(&sh->mesh, p);
     }
     return 0;
 }
 
 static void shape_bounds(const csm_object_cfg *o, double half[3], double *volume)
 {
+    /* meshes: csm_shape_open */
     switch (o->shape_type) {
     case CSM_SHAPE_BOX: {
         const double *s = csm_cfg_vec(&o->shape, "size");
@@ -98,7 +104,7 @@ static void push_point(pointbuf *b, const double q[3])
     memcpy(&b->p[3 * b->n++], q, 3 * sizeof(double));
 }
 
-static void sample_grid(const csm_object_cfg *o, const double half[3], double h, pointbuf *out)
+static void sample_grid(const csm_shape *o, const double half[3], double h, pointbuf *out)
 {
     /* A grid symmetric about the shape's centre, so symmetric shapes get symmetric samples. */
     int32_t cnt[3];
@@ -118,7 +124,7 @@ static void sample_grid(const csm_object_cfg *o, const double half[3], double h,
 /* Bridson 2007, "Fast Poisson disk sampling in arbitrary dimensions": a background grid of cell
    r/sqrt(3) holds at most one sample; k candidates in the shell [r, 2r] around an active sample.
    As Falkenstein Sec 2.3.1, the bounding box is sampled and points outside are discarded. */
-static void sample_poisson(const csm_object_cfg *o, const double half[3], double r, int attempts,
+static void sample_poisson(const csm_shape *o, const double half[3], double r, int attempts,
                            csm_rng *rng, pointbuf *out)
 {
     double cell = r / sqrt(3.0);
@@ -189,40 +195,167 @@ static void sample_poisson(const csm_object_cfg *o, const double half[3], double
     free(grid);
 }
 
-int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points,
-                      int32_t *count, double *volume, csm_error *err)
+/* A relative mesh path is tried from the current folder, then from the config's folder and each
+   folder above it, so that a config in experiments/configs/ finds data/meshes/ from anywhere. */
+static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size, csm_error *err)
+{
+    const csm_value *pv = &o->shape.values[0];
+    const char *path = pv->str ? pv->str : "";
+    const char *src = o->shape.src ? o->shape.src : "";
+    snprintf(out, size, "%s", path);
+    if (path[0] == '/' || access(out, F_OK) == 0) return 0;
+    char dir[4096];
+    const char *slash = strrchr(src, '/');
+    if (strcmp(src, "--set") != 0 && slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - src), src);
+    else snprintf(dir, sizeof dir, ".");
+    for (int up = 0; up < 16; up++) {
+        int len = snprintf(out, size, "%s/%s", dir, path);
+        if (len > 0 && (size_t)len < size && access(out, F_OK) == 0) return 0;
+        size_t dlen = strlen(dir);
+        if (dlen + 4 > sizeof dir) break;
+        memcpy(dir + dlen, "/..", 4);
+    }
+    return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                    "%s:%d: objects[%d].shape.path: no mesh '%s' here or in the config's folder or above it%s", src,
+                    pv->line, index, path,
+                    strncmp(path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
+}
+
+/* Rotate (degrees about x, then y, then z), centre the bounding box at the origin, fit, scale. */
+static void place_mesh(csm_mesh *m, const csm_plugin_cfg *pc)
+{
+    const double *deg = csm_cfg_vec(pc, "rotate");
+    double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
+    for (int axis = 0; axis < 3; axis++) {
+        double t = deg[axis] * CSM_PI / 180.0, c = cos(t), s = sin(t), A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, RA[9];
+        int b = (axis + 1) % 3, d = (axis + 2) % 3;
+        A[3 * b + b] = c;
+        A[3 * b + d] = -s;
+        A[3 * d + b] = s;
+        A[3 * d + d] = c;
+        csm_m3_mul(A, R, RA);
+        memcpy(R, RA, sizeof R);
+    }
+    csm_mesh_transform(m, R, zero);
+    double lo[3], hi[3], shift[3], longest = 0;
+    csm_mesh_bounds(m, lo, hi);
+    for (int d = 0; d < 3; d++) {
+        shift[d] = -0.5 * (lo[d] + hi[d]);
+        longest = hi[d] - lo[d] > longest ? hi[d] - lo[d] : longest;
+    }
+    double scale = csm_cfg_num(pc, "scale");
+    if (csm_cfg_num(pc, "fit") == 1 && longest > 0) scale /= longest;
+    double S[9] = {scale, 0, 0, 0, scale, 0, 0, 0, scale};
+    for (int d = 0; d < 3; d++) shift[d] *= scale;
+    csm_mesh_transform(m, S, shift);
+}
+
+int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error *err)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->o = o;
+    if (o->shape_type != CSM_SHAPE_MESH) {
+        shape_bounds(o, sh->half, &sh->volume);
+        return 0;
+    }
+    char path[4096];
+    if (find_mesh(o, index, path, sizeof path, err) || csm_mesh_load(&sh->mesh, path, err)) return -1;
+    place_mesh(&sh->mesh, &o->shape);
+    if (csm_mesh_build_tree(&sh->mesh)) {
+        csm_shape_close(sh);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    }
+    double lo[3], hi[3];
+    csm_mesh_bounds(&sh->mesh, lo, hi);
+    for (int d = 0; d < 3; d++) sh->half[d] = 0.5 * (hi[d] - lo[d]);
+    sh->volume = csm_mesh_volume(&sh->mesh);
+    if (!(sh->half[0] > 0 && sh->half[1] > 0 && sh->half[2] > 0 && sh->volume > 0)) {
+        csm_shape_close(sh);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the mesh encloses no volume (it is flat or a single point)", path);
+    }
+    return 0;
+}
+
+void csm_shape_close(csm_shape *sh) { csm_mesh_free(&sh->mesh); }
+
+static int sample_at(const csm_shape *sh, int index, uint64_t seed, double h, pointbuf *out, csm_error *err)
+{
+    const csm_object_cfg *o = sh->o;
+    double cells = 1;
+    for (int d = 0; d < 3; d++) cells *= 2.0 * sh->half[d] / h + 1.0;
+    if (cells > 5e8)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                        "objects[%d]: sampling spacing %g gives about %.3g grid points; use a larger spacing", index, h,
+                        cells);
+    out->n = 0;
+    if (o->sampling_type == CSM_SAMPLING_GRID) {
+        sample_grid(sh, sh->half, h, out);
+    } else {
+        csm_rng rng;
+        csm_rng_seed(&rng, seed, 0x5a3b1e00u + (uint64_t)index);
+        sample_poisson(sh, sh->half, h, (int)csm_cfg_num(&o->sampling, "attempts"), &rng, out);
+    }
+    return 0;
+}
+
+/* The spacing for a target count: h = cbrt(V / N) to start, then h <- h cbrt(n / N) kept inside
+   the bracket of spacings known to give too many and too few (bisection when it leaves it). The
+   count is a step function of h (and noisy for Poisson sampling), so the closest is kept. */
+static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t target, pointbuf *out,
+                         double *spacing, csm_error *err)
+{
+    double h = cbrt(sh->volume / target), lo = 0, hi = INFINITY, best_h = h;
+    int32_t best = -1;
+    for (int it = 0; it < 24; it++) {
+        if (sample_at(sh, index, seed, h, out, err)) return -1;
+        int32_t n = out->n;
+        if (best < 0 || abs(n - target) < abs(best - target)) {
+            best = n;
+            best_h = h;
+        }
+        if (n == target) break;
+        if (n > target) lo = h > lo ? h : lo;
+        else hi = h < hi ? h : hi;
+        double next = h * cbrt(n > 0 ? (double)n / target : 0.5);
+        if (!(next > lo && next < hi)) next = isfinite(hi) ? 0.5 * (lo + hi) : 2.0 * h;
+        if (next == h) break;
+        h = next;
+    }
+    if (out->n != best && sample_at(sh, index, seed, best_h, out, err)) return -1;
+    *spacing = best_h;
+    return 0;
+}
+
+int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points, int32_t *count,
+                      double *volume, double *spacing, csm_error *err)
 {
     pointbuf out = {0};
-    *volume = 0;
+    double h = 0;
+    csm_shape sh;
+    if (csm_shape_open(&sh, o, index, err)) return -1;
+    int rc = 0;
     if (o->shape_type == CSM_SHAPE_POINTS) {
         const csm_value *v = &o->shape.values[0];
         for (int32_t k = 0; k < v->npoints; k++) push_point(&out, &v->points[3 * k]);
     } else {
-        double half[3];
-        shape_bounds(o, half, volume);
-        double h = csm_cfg_num(&o->sampling, "spacing");
-        double cells = 1;
-        for (int d = 0; d < 3; d++) cells *= 2.0 * half[d] / h + 1.0;
-        if (cells > 5e8)
-            return csm_fail(err, CSM_EXIT_BAD_INPUT,
-                            "objects[%d]: sampling spacing %g gives about %.3g grid points; use a larger spacing",
-                            index, h, cells);
-        if (o->sampling_type == CSM_SAMPLING_GRID) {
-            sample_grid(o, half, h, &out);
-        } else {
-            csm_rng rng;
-            csm_rng_seed(&rng, seed, 0x5a3b1e00u + (uint64_t)index);
-            sample_poisson(o, half, h, (int)csm_cfg_num(&o->sampling, "attempts"), &rng, &out);
-        }
+        int32_t target = (int32_t)csm_cfg_num(&o->sampling, "particles");
+        h = csm_cfg_num(&o->sampling, "spacing");
+        rc = target > 0 ? sample_target(&sh, index, seed, target, &out, &h, err)
+                        : sample_at(&sh, index, seed, h, &out, err);
     }
-    if (out.n == 0) {
+    *volume = sh.volume;
+    csm_shape_close(&sh);
+    if (!rc && out.n == 0)
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
+                      "%s:%d: objects[%d]: no particle inside the shape; is the sampling spacing larger than the shape?",
+                      o->shape.src ? o->shape.src : "", o->line, index);
+    if (rc) {
         free(out.p);
-        return csm_fail(err, CSM_EXIT_BAD_INPUT,
-                        "objects[%d] (config line %d): no particle inside the shape; is the sampling spacing larger than the shape?",
-                        index, o->line);
+        return -1;
     }
     *points = out.p;
     *count = out.n;
+    if (spacing) *spacing = h;
     return 0;
 }
 

@@ -6,14 +6,27 @@
 
 #include "config.h"
 #include "error.h"
+#include "mesh.h"
 
-/* Sample one object's shape in its own frame (shape centred at the origin). Returns the points
-   (malloc'd, 3 * count) and the shape's volume (0 for explicit points). */
+/* One object's shape, ready for inside tests: its parameters, and for a mesh the loaded,
+   transformed and centred triangles. Every shape is centred at the origin of its own frame. */
+typedef struct csm_shape {
+    const csm_object_cfg *o;
+    csm_mesh mesh;   /* CSM_SHAPE_MESH only */
+    double half[3];  /* half extents of the bounding box */
+    double volume;   /* enclosed volume (0 for explicit points) */
+} csm_shape;
+
+/* Open an object's shape (loads a mesh: errors name the mesh file and line). */
+int csm_shape_open(csm_shape *s, const csm_object_cfg *o, int index, csm_error *err);
+void csm_shape_close(csm_shape *s);
+int csm_shape_inside(const csm_shape *s, const double p[3]);
+
+/* Sample one object's shape in its own frame. Returns the points (malloc'd, 3 * count), the
+   shape's volume (0 for explicit points) and the spacing used (chosen from the sampling's
+   `particles` target when it has one; 0 for explicit points). */
 int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points,
-                      int32_t *count, double *volume, csm_error *err);
-
-/* Is p inside the shape (shape_type, its parameters)? */
-int csm_shape_inside(const csm_object_cfg *o, const double p[3]);
+                      int32_t *count, double *volume, double *spacing, csm_error *err);
 
 /* Uniform grid over points for radius queries (cell size = radius). */
 typedef struct csm_grid {

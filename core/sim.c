@@ -85,11 +85,13 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     int32_t *counts = calloc((size_t)cfg->nobjects, sizeof *counts);
     double *volumes = calloc((size_t)cfg->nobjects, sizeof *volumes);
     w->object_first = calloc((size_t)cfg->nobjects + 1, sizeof *w->object_first);
-    if (!pts || !counts || !volumes || !w->object_first) abort();
+    w->object_spacing = calloc((size_t)cfg->nobjects, sizeof *w->object_spacing);
+    if (!pts || !counts || !volumes || !w->object_first || !w->object_spacing) abort();
     int rc = 0;
     int64_t n = 0;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
-        rc = csm_sample_object(&cfg->objects[k], k, cfg->seed, &pts[k], &counts[k], &volumes[k], err);
+        rc = csm_sample_object(&cfg->objects[k], k, cfg->seed, &pts[k], &counts[k], &volumes[k],
+                               &w->object_spacing[k], err);
         n += counts[k];
         w->object_first[k + 1] = (int32_t)n;
         const csm_object_cfg *o = &cfg->objects[k];
@@ -178,6 +180,7 @@ void csm_sim_destroy(csm_sim *sim)
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
     free(sim->w.object_first);
+    free(sim->w.object_spacing);
     memset(sim, 0, sizeof *sim);
 }
 

@@ -17,6 +17,7 @@ typedef struct csm_world {
     csm_clusters C;
     int32_t nobjects;
     int32_t *object_first;     /* [nobjects+1] particle ranges */
+    double *object_spacing;    /* [nobjects] sampling spacing used (chosen for a `particles` target) */
     double time;
     int64_t step;
     const csm_rotation *rotation;

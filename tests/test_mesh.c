@@ -1,0 +1,321 @@
+#define _DEFAULT_SOURCE /* mkstemps, fdopen */
+/* Mesh files, the generalized winding number, mesh shapes and target particle counts. */
+#include "check.h"
+
+#include "commands.h"
+#include "config.h"
+#include "csm_math.h"
+#include "geometry.h"
+#include "mesh.h"
+#include "rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The unit cube [-1/2, 1/2]^3 with outward, counter-clockwise faces: 8 vertices, 12 triangles. */
+static const double CUBE_V[24] = {-0.5, -0.5, -0.5, 0.5, -0.5, -0.5, 0.5, 0.5, -0.5, -0.5, 0.5, -0.5,
+                                  -0.5, -0.5, 0.5,  0.5, -0.5, 0.5,  0.5, 0.5, 0.5,  -0.5, 0.5, 0.5};
+static const int32_t CUBE_QUADS[24] = {0, 3, 2, 1, 4, 5, 6, 7, 0, 1, 5, 4, 2, 3, 7, 6, 1, 2, 6, 5, 0, 4, 7, 3};
+
+static void cube_triangles(int32_t tri[36], int skip_face, int flip_face)
+{
+    int t = 0;
+    for (int f = 0; f < 6; f++) {
+        if (f == skip_face) continue;
+        const int32_t *q = &CUBE_QUADS[4 * f];
+        int32_t a[6] = {q[0], q[1], q[2], q[0], q[2], q[3]};
+        if (f == flip_face) {
+            int32_t b[6] = {q[0], q[2], q[1], q[0], q[3], q[2]};
+            memcpy(a, b, sizeof a);
+        }
+        memcpy(&tri[3 * t], a, sizeof a);
+        t += 2;
+    }
+}
+
+/* A text file in /tmp with the given suffix; returns its malloc'd path. */
+static char *write_file(const char *suffix, const char *text)
+{
+    char *path = malloc(64);
+    snprintf(path, 64, "/tmp/csm_mesh_XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_closed_mesh_winding(void **state)
+{
+    (void)state;
+    int32_t tri[36];
+    cube_triangles(tri, -1, -1);
+    csm_mesh m;
+    assert_int_equal(csm_mesh_from_arrays(&m, CUBE_V, 8, tri, 12), 0);
+    assert_close(csm_mesh_volume(&m), 1.0, 1e-15);
+    double centre[3] = {0, 0, 0}, far[3] = {3, -2, 1}, near_in[3] = {0.49, 0.3, -0.2}, near_out[3] = {0.51, 0.3, -0.2};
+    assert_close(csm_mesh_winding_exact(&m, centre), 1.0, 1e-12);
+    assert_close(csm_mesh_winding_exact(&m, far), 0.0, 1e-12);
+    assert_close(csm_mesh_winding_exact(&m, near_in), 1.0, 1e-12);
+    assert_close(csm_mesh_winding_exact(&m, near_out), 0.0, 1e-12);
+    /* the same cube inside out: w = -1 inside, and the inside test does not care */
+    for (int t = 0; t < 12; t++) {
+        int32_t s = tri[3 * t + 1];
+        tri[3 * t + 1] = tri[3 * t + 2];
+        tri[3 * t + 2] = s;
+    }
+    csm_mesh inv;
+    assert_int_equal(csm_mesh_from_arrays(&inv, CUBE_V, 8, tri, 12), 0);
+    assert_close(csm_mesh_winding(&inv, centre), -1.0, 1e-12);
+    assert_true(csm_mesh_inside(&inv, near_in));
+    assert_false(csm_mesh_inside(&inv, near_out));
+    csm_mesh_free(&m);
+    csm_mesh_free(&inv);
+}
+
+static void test_open_and_misoriented_mesh(void **state)
+{
+    (void)state;
+    int32_t tri[36];
+    /* top face (+z, index 1) missing: from the centre each face subtends 4 pi / 6 */
+    cube_triangles(tri, 1, -1);
+    csm_mesh m;
+    assert_int_equal(csm_mesh_from_arrays(&m, CUBE_V, 8, tri, 10), 0);
+    double centre[3] = {0, 0, 0}, above_hole[3] = {0, 0, 0.6}, low[3] = {0.2, -0.3, -0.4};
+    assert_close(csm_mesh_winding_exact(&m, centre), 5.0 / 6.0, 1e-12);
+    assert_true(csm_mesh_inside(&m, centre));
+    assert_true(csm_mesh_inside(&m, low));
+    assert_false(csm_mesh_inside(&m, above_hole));
+    csm_mesh_free(&m);
+    /* one face turned the wrong way: the centre still reads 4/6 */
+    cube_triangles(tri, -1, 2);
+    assert_int_equal(csm_mesh_from_arrays(&m, CUBE_V, 8, tri, 12), 0);
+    assert_close(csm_mesh_winding(&m, centre), 4.0 / 6.0, 1e-12);
+    assert_true(csm_mesh_inside(&m, centre));
+    csm_mesh_free(&m);
+}
+
+/* A finely triangulated sphere (a cube's faces split into a grid, projected), so the tree has
+   many levels; the far-field approximation must classify like the exact sum. */
+static void test_fast_winding_matches_exact(void **state)
+{
+    (void)state;
+    enum { N = 24 };
+    double *v = malloc(sizeof *v * 3 * 6 * (N + 1) * (N + 1));
+    int32_t *tri = malloc(sizeof *tri * 3 * 6 * 2 * N * N);
+    int32_t nv = 0, nt = 0;
+    for (int f = 0; f < 6; f++) {
+        int axis = f / 2, sign = f % 2 ? 1 : -1, b = (axis + 1) % 3, c = (axis + 2) % 3;
+        int32_t base = nv;
+        for (int i = 0; i <= N; i++)
+            for (int j = 0; j <= N; j++) {
+                double p[3];
+                p[axis] = sign;
+                p[b] = -1 + 2.0 * i / N;
+                p[c] = -1 + 2.0 * j / N;
+                double len = csm_v3_norm(p);
+                for (int d = 0; d < 3; d++) v[3 * nv + d] = p[d] / len;
+                nv++;
+            }
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++) {
+                int32_t a = base + i * (N + 1) + j, bb = a + N + 1;
+                int32_t q[6] = {a, bb, bb + 1, a, bb + 1, a + 1};
+                if (sign < 0) {
+                    int32_t r[6] = {a, bb + 1, bb, a, a + 1, bb + 1};
+                    memcpy(q, r, sizeof q);
+                }
+                memcpy(&tri[3 * nt], q, sizeof q);
+                nt += 2;
+            }
+    }
+    csm_mesh m;
+    assert_int_equal(csm_mesh_from_arrays(&m, v, nv, tri, nt), 0);
+    csm_rng rng;
+    csm_rng_seed(&rng, 11, 0);
+    double worst = 0;
+    for (int k = 0; k < 400; k++) {
+        double p[3];
+        for (int d = 0; d < 3; d++) p[d] = 3.0 * csm_rng_uniform(&rng) - 1.5;
+        double exact = csm_mesh_winding_exact(&m, p), fast = csm_mesh_winding(&m, p);
+        worst = fmax(worst, fabs(exact - fast));
+        /* points near the surface are within round-off of 1/2 either way; elsewhere they agree */
+        double r = csm_v3_norm(p);
+        if (fabs(r - 1.0) > 0.02) {
+            assert_int_equal(fabs(exact) >= 0.5, r < 1.0);
+            assert_int_equal(csm_mesh_inside(&m, p), r < 1.0);
+        }
+    }
+    assert_true(worst < 0.02);
+    csm_mesh_free(&m);
+    free(v);
+    free(tri);
+}
+
+static void test_off_and_obj_files(void **state)
+{
+    (void)state;
+    /* quads, a comment, counts on the header line, colours after a face */
+    char *off = write_file(".off", "OFF 8 6 0\n# a cube of quads\n"
+                                   "-0.5 -0.5 -0.5\n0.5 -0.5 -0.5\n0.5 0.5 -0.5\n-0.5 0.5 -0.5\n"
+                                   "-0.5 -0.5 0.5\n0.5 -0.5 0.5\n0.5 0.5 0.5\n-0.5 0.5 0.5\n"
+                                   "4 0 3 2 1\n4 4 5 6 7 255 0 0\n4 0 1 5 4\n4 2 3 7 6\n4 1 2 6 5\n4 0 4 7 3\n");
+    /* quads and triangles, v/vt/vn items, negative indices, other records skipped */
+    char *obj = write_file(".obj", "o cube\nv -0.5 -0.5 -0.5\nv 0.5 -0.5 -0.5\nv 0.5 0.5 -0.5\nv -0.5 0.5 -0.5\n"
+                                   "v -0.5 -0.5 0.5\nv 0.5 -0.5 0.5\nv 0.5 0.5 0.5\nv -0.5 0.5 0.5\nvn 0 0 1\n"
+                                   "usemtl x\nf 1/1/1 4/1/1 3/1/1 2/1/1\nf 5//1 6//1 7//1 8//1\nf 1 2 6\nf 1 6 5\n"
+                                   "f -6 -5 -1 -2\nf 2 3 7 6\ns off\nf -8 -4 -1 -5\n");
+    csm_error err;
+    csm_mesh a, b;
+    if (csm_mesh_load(&a, off, &err)) fail_msg("%s", err.msg);
+    if (csm_mesh_load(&b, obj, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(a.nv, 8);
+    assert_int_equal(a.nt, 12);
+    assert_int_equal(b.nt, 12);
+    assert_close(csm_mesh_volume(&a), 1.0, 1e-15);
+    assert_close(csm_mesh_volume(&b), 1.0, 1e-15);
+    double centre[3] = {0.1, -0.2, 0.3};
+    assert_close(csm_mesh_winding(&a, centre), 1.0, 1e-12);
+    assert_close(csm_mesh_winding(&b, centre), 1.0, 1e-12);
+    csm_mesh_free(&a);
+    csm_mesh_free(&b);
+    unlink(off);
+    unlink(obj);
+    free(off);
+    free(obj);
+}
+
+/* Every malformed file is refused with its file and line in the message. */
+static void test_malformed_meshes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *suffix, *text, *where, *what;
+    } cases[] = {
+        {".off", "", ":1:", "empty"},
+        {".off", "OFF\n3 1 0\n0 0 0\n1 0 0\n", ":4:", "truncated"},
+        {".off", "OFF\n3 1 0\n0 0 0\n1 nan 0\n0 1 0\n3 0 1 2\n", ":4:", "not finite"},
+        {".off", "OFF\n3 1 0\n0 0 0\n1 1e400 0\n0 1 0\n3 0 1 2\n", ":4:", "not finite"},
+        {".off", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 7\n", ":6:", "out of range"},
+        {".off", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n2 0 1\n", ":6:", "at least 3"},
+        {".off", "OFF\n3 0 0\n0 0 0\n1 0 0\n0 1 0\n", ":2:", "no faces"},
+        {".off", "OFF\n3 1 0\n0 0 0\n1 x 0\n0 1 0\n3 0 1 2\n", ":4:", "not a number"},
+        {".off", "PLY\n", ":1:", "not an OFF header"},
+        {".obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n", ":4:", "out of range"},
+        {".obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\n", ":3:", "no faces"},
+        {".obj", "v 0 0 0\nv 1 0\n", ":2:", "line ends early"},
+        {".obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2\n", ":4:", "at least 3"},
+        {".obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 0 2\n", ":4:", "out of range"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *path = write_file(cases[k].suffix, cases[k].text);
+        csm_mesh m;
+        csm_error err;
+        assert_int_not_equal(csm_mesh_load(&m, path, &err), 0);
+        assert_int_equal(err.code, CSM_EXIT_BAD_INPUT);
+        char where[96];
+        snprintf(where, sizeof where, "%s%s", path, cases[k].where);
+        if (!strstr(err.msg, where) || !strstr(err.msg, cases[k].what))
+            fail_msg("case %zu: '%s' lacks '%s' or '%s'", k, err.msg, where, cases[k].what);
+        unlink(path);
+        free(path);
+    }
+    csm_mesh m;
+    csm_error err;
+    assert_int_not_equal(csm_mesh_load(&m, "/nonexistent/bunny.off", &err), 0);
+    assert_non_null(strstr(err.msg, "/nonexistent/bunny.off"));
+}
+
+static void load(const char *yaml, csm_config *cfg)
+{
+    csm_register_builtins();
+    char *path = write_file(".yaml", yaml);
+    csm_error err;
+    int rc = csm_config_load(path, NULL, 0, cfg, &err);
+    unlink(path);
+    free(path);
+    if (rc) fail_msg("%s", err.msg);
+}
+
+/* A cube mesh sampled on a grid gives the box shape's samples; rotate, fit and scale place it. */
+static void test_mesh_shape(void **state)
+{
+    (void)state;
+    char *off = write_file(".off", "OFF\n8 6 0\n0 0 0\n2 0 0\n2 4 0\n0 4 0\n0 0 1\n2 0 1\n2 4 1\n0 4 1\n"
+                                   "4 0 3 2 1\n4 4 5 6 7\n4 0 1 5 4\n4 2 3 7 6\n4 1 2 6 5\n4 0 4 7 3\n");
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "objects:\n  - shape: {type: mesh, path: %s, rotate: [0, 0, 90], fit: unit_box, scale: 2}\n"
+             "    sampling: {type: grid, spacing: 0.3}\n", off);
+    csm_config cfg;
+    load(yaml, &cfg);
+    csm_shape sh;
+    csm_error err;
+    if (csm_shape_open(&sh, &cfg.objects[0], 0, &err)) fail_msg("%s", err.msg);
+    /* 2 x 4 x 1 turned 90 degrees about z is 4 x 2 x 1; fit to a longest edge 1, then doubled */
+    assert_close(sh.half[0], 1.0, 1e-12);
+    assert_close(sh.half[1], 0.5, 1e-12);
+    assert_close(sh.half[2], 0.25, 1e-12);
+    assert_close(sh.volume, 1.0, 1e-12);
+    csm_shape_close(&sh);
+    double *pts, vol, h;
+    int32_t n;
+    if (csm_sample_object(&cfg.objects[0], 0, 1, &pts, &n, &vol, &h, &err)) fail_msg("%s", err.msg);
+    /* grid points strictly inside: 0, +-0.3, +-0.6, +-0.9 in x; +-0.15, +-0.45 in y; +-0.15 in z */
+    assert_int_equal(n, 7 * 4 * 2);
+    assert_close(h, 0.3, 0);
+    free(pts);
+    csm_config_free(&cfg);
+    unlink(off);
+    free(off);
+}
+
+/* `particles` picks the spacing: counts land on or next to the target. */
+static void test_target_particle_count(void **state)
+{
+    (void)state;
+    static const char *yaml[] = {
+        "objects:\n  - shape: {type: sphere, radius: 0.5}\n    sampling: {type: poisson, particles: 1500}\n",
+        "objects:\n  - shape: {type: torus, major: 0.5, minor: 0.2}\n    sampling: {type: grid, particles: 800}\n",
+    };
+    const double tolerance[] = {0.002, 0.05};
+    for (int k = 0; k < 2; k++) {
+        csm_config cfg;
+        load(yaml[k], &cfg);
+        double *pts, vol, h;
+        int32_t n;
+        csm_error err;
+        if (csm_sample_object(&cfg.objects[0], 0, 4, &pts, &n, &vol, &h, &err)) fail_msg("%s", err.msg);
+        int32_t target = (int32_t)csm_cfg_num(&cfg.objects[0].sampling, "particles");
+        if (fabs((double)n - target) > tolerance[k] * target) fail_msg("case %d: %d particles for %d", k, n, target);
+        /* the spacing reported is the one sampled with: no two samples closer (Poisson), and
+           about one sample per h^3 of volume (grid) */
+        if (k == 0) {
+            double closest = 1e9;
+            for (int32_t i = 0; i < n; i++)
+                for (int32_t j = i + 1; j < n; j++) {
+                    double d[3] = {pts[3 * i] - pts[3 * j], pts[3 * i + 1] - pts[3 * j + 1], pts[3 * i + 2] - pts[3 * j + 2]};
+                    closest = fmin(closest, csm_v3_norm(d));
+                }
+            assert_true(closest >= h * (1 - 1e-12));
+            assert_true(closest < 1.2 * h);
+        } else {
+            assert_close(n * h * h * h / vol, 1.0, 0.1);
+        }
+        free(pts);
+        csm_config_free(&cfg);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_closed_mesh_winding),        cmocka_unit_test(test_open_and_misoriented_mesh),
+        cmocka_unit_test(test_fast_winding_matches_exact), cmocka_unit_test(test_off_and_obj_files),
+        cmocka_unit_test(test_malformed_meshes),           cmocka_unit_test(test_mesh_shape),
+        cmocka_unit_test(test_target_particle_count),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
