@@ -97,6 +97,29 @@ int csm_clusters_from_builder(csm_clusters *c, const csm_cluster_builder *b, con
     return csm_clusters_finish(c, p);
 }
 
+static void stat_add(double s[3], double x, int first)
+{
+    s[0] = first || x < s[0] ? x : s[0];
+    s[2] = first || x > s[2] ? x : s[2];
+    s[1] += x;
+}
+
+void csm_cluster_stats_compute(const csm_clusters *c, int32_t n, csm_cluster_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->count = c->k;
+    for (int32_t k = 0; k < c->k; k++) {
+        stat_add(s->members, c->offset[k + 1] - c->offset[k], k == 0);
+        stat_add(s->width, c->width[k], k == 0);
+    }
+    for (int32_t i = 0; i < n; i++) stat_add(s->per_particle, c->poff[i + 1] - c->poff[i], i == 0);
+    if (c->k > 0) {
+        s->members[1] /= c->k;
+        s->width[1] /= c->k;
+    }
+    if (n > 0) s->per_particle[1] /= n;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* random_radius: Bargteil-Jones 2014 Sec 2, Eq 3.                                             */
 

@@ -27,6 +27,15 @@ void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t co
    (A_rr of rank < 3) or -1 when out of memory. */
 int csm_clusters_from_builder(csm_clusters *c, const csm_cluster_builder *b, const csm_particles *p);
 
+/* A clustering at a glance (`csm info`, the log's root attributes): min, mean, max of members
+   per cluster, clusters per particle, and width w_c = max_i |p_ic| (Bargteil-Jones Eq 5). */
+typedef struct csm_cluster_stats {
+    int32_t count;
+    double members[3], per_particle[3], width[3];
+} csm_cluster_stats;
+
+void csm_cluster_stats_compute(const csm_clusters *c, int32_t n, csm_cluster_stats *s);
+
 extern const csm_clustering csm_clustering_random_radius, csm_clustering_fuzzy_cmeans, csm_clustering_per_particle;
 
 #endif

@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include "clustering.h"
 #include "csm_version.h"
 #include "kernel.h"
 
@@ -23,7 +24,7 @@ typedef struct field_spec {
 
 enum {
     F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
-    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP,
+    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_WIDTH,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
     F_NFIELDS
@@ -47,6 +48,8 @@ static const field_spec fields[F_NFIELDS] = {
     [F_COM] = {"/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c"},
     [F_R] = {"/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c"},
     [F_FP] = {"/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c"},
+    [F_WIDTH] = {"/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m",
+                 "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)"},
     [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2"},
     [F_POTENTIAL] = {"/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x"},
     [F_ELASTIC] = {"/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2",
@@ -290,6 +293,13 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= attr_double(f, "dt", &cfg->dt, 1);
     rc |= attr_int64(f, "substeps", cfg->substeps);
     rc |= attr_int64(f, "particles", w->P.n);
+    rc |= attr_double(f, "object_spacing", w->object_spacing, w->nobjects);
+    csm_cluster_stats cs;
+    csm_cluster_stats_compute(&w->C, w->P.n, &cs);
+    rc |= attr_int64(f, "clusters.count", cs.count);
+    rc |= attr_double(f, "clusters.members", cs.members, 3);
+    rc |= attr_double(f, "clusters.per_particle", cs.per_particle, 3);
+    rc |= attr_double(f, "clusters.width", cs.width, 3);
     rc |= attr_int64(f, "degenerate_clusters", w->degenerate_clusters);
     rc |= attr_int64(f, "threads", csm_get_threads());
     write_param_attrs(f, "solver", &cfg->integrator);
@@ -346,6 +356,7 @@ int csm_log_frame(csm_log *log, const csm_sim *sim, const csm_diag *d, csm_error
     rc |= append_rows(log->ds[F_COM], T_F64, (hsize_t)k, C->com);
     rc |= append_rows(log->ds[F_R], T_F64, (hsize_t)k, C->R);
     rc |= append_rows(log->ds[F_FP], T_F64, (hsize_t)k, C->Fp);
+    rc |= append_rows(log->ds[F_WIDTH], T_F64, (hsize_t)k, C->width);
     log->memberships_out += C->m;
     log->clusters_out += k;
     rc |= append_rows(log->ds[F_FRAME_OFFSET], T_I64, 1, &log->memberships_out);

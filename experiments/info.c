@@ -160,6 +160,20 @@ int csm_cmd_info(int argc, char **argv)
                    "clusters", k, k ? mn : 0, k ? (double)msz / k : 0.0, k ? mx : 0, pmn, (double)msz / n, pmx);
             free(per);
         }
+        double *width = NULL;
+        int64_t nw = read_1d(f, "/clusters/width", H5T_NATIVE_DOUBLE, (void **)&width);
+        if (nw >= k && k > 0) {
+            const double *wl = width + (nw - k);
+            double wmn = wl[0], wmx = wl[0], wsum = 0;
+            for (int32_t c = 0; c < k; c++) {
+                wmn = wl[c] < wmn ? wl[c] : wmn;
+                wmx = wl[c] > wmx ? wl[c] : wmx;
+                wsum += wl[c];
+            }
+            printf("  %-14s %.4g / %.4g / %.4g m (min/mean/max of w_c = max |p_ic|, last frame)\n", "cluster width",
+                   wmn, wsum / k, wmx);
+        }
+        free(width);
     }
     int64_t Tt = read_1d(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
     if (Tt > 1) {
