@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set-up, build and run for csm on Debian 12.
-#   ./build.sh run    install what is missing, build, run the default experiment
-#   ./build.sh test   install what is missing, build with warnings as errors, run every test
+#   ./build.sh run [CONFIG]   install what is missing, build, run CONFIG (default: the bunny of
+#                             Bargteil-Jones 2014 Fig 1); meshes a config names are fetched first
+#   ./build.sh test           install what is missing, fetch the meshes, build with warnings as
+#                             errors, run every test
 # Environment: CSM_SANITIZE=ON builds and tests under ASan+UBSan (in build-sanitize/);
 #              CSM_JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
@@ -35,12 +37,14 @@ run)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS
     configure_and_build build
-    config=experiments/configs/drop_cube.yaml
+    config=${2:-experiments/configs/bunny.yaml}
+    if grep -q "data/meshes/" "$config"; then data/fetch_meshes.sh; fi
     ./build/csm run "$config" --force
     ;;
 test)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS $TEST_PKGS
+    data/fetch_meshes.sh
     if [ "${CSM_SANITIZE:-OFF}" = "ON" ]; then
         dir=build-sanitize
         configure_and_build "$dir" -DCSM_WERROR=ON -DCSM_SANITIZE=ON
@@ -51,7 +55,7 @@ test)
     ctest --test-dir "$dir" --output-on-failure -j "${CSM_JOBS:-$(nproc)}"
     ;;
 *)
-    echo "usage: ./build.sh run | test" >&2
+    echo "usage: ./build.sh run [CONFIG] | test" >&2
     exit 2
     ;;
 esac
