@@ -235,32 +235,71 @@ static const csm_param_spec fuzzy_cmeans_params[] = {
 };
 
 /* Memberships of one point to k centres, written over its previous row u[k]; returns the
-   largest change. `dist` is scratch for k doubles. */
-static double fcm_memberships(const double *x, const double *centres, int32_t k, double expo, double *u,
-                              double *dist)
+   largest change. Ignored centres get no membership. `dist` is scratch for k doubles. */
+static double fcm_memberships(const double *x, const double *centres, const unsigned char *state, int32_t k,
+                              double expo, double *u, double *dist)
 {
     int32_t at = -1;
+    double dmin = INFINITY;
     for (int32_t c = 0; c < k; c++) {
+        if (state && state[c] == CSM_FCM_IGNORED) continue;
         double dx = x[0] - centres[3 * c], dy = x[1] - centres[3 * c + 1], dz = x[2] - centres[3 * c + 2];
         dist[c] = dx * dx + dy * dy + dz * dz;
         if (dist[c] == 0.0 && at < 0) at = c;
+        dmin = fmin(dmin, dist[c]);
     }
     /* u_c = 1 / sum_j (d_c / d_j)^(2/(m-1)) = r_c / sum_j r_j with r_c = (d2_min / d2_c)^e,
        e = 1/(m-1): ratios at most 1, so no overflow for m near 1 */
-    double sum = 0, dmin = INFINITY;
-    for (int32_t c = 0; c < k; c++) dmin = fmin(dmin, dist[c]);
-    if (at < 0)
-        for (int32_t c = 0; c < k; c++) {
-            dist[c] = pow(dmin / dist[c], expo);
-            sum += dist[c];
-        }
+    double sum = 0;
+    for (int32_t c = 0; c < k; c++) {
+        if (state && state[c] == CSM_FCM_IGNORED) dist[c] = 0;
+        else if (at < 0) dist[c] = pow(dmin / dist[c], expo);
+        sum += dist[c];
+    }
     double change = 0;
     for (int32_t c = 0; c < k; c++) {
-        double v = at >= 0 ? (c == at ? 1.0 : 0.0) : dist[c] / sum; /* on a centre: all of it */
+        double v = at >= 0 ? (c == at ? 1.0 : 0.0) : sum > 0 ? dist[c] / sum : 0.0; /* on a centre: all of it */
         change = fmax(change, fabs(v - u[c]));
         u[c] = v;
     }
     return change;
+}
+
+double csm_fcm_update(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
+                      const unsigned char *state, double m, double *u, double *scratch)
+{
+    double expo = 1.0 / (m - 1.0), change = 0;
+    for (int32_t i = 0; i < count; i++)
+        change = fmax(change, fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k], scratch));
+    /* centres: mass- and u^m-weighted means */
+    for (int32_t c = 0; c < k; c++) {
+        if (state && state[c] != CSM_FCM_FREE) continue;
+        double W = 0, s[3] = {0, 0, 0};
+        for (int32_t i = 0; i < count; i++) {
+            double wt = mass[i] * pow(u[(size_t)i * (size_t)k + c], m);
+            W += wt;
+            for (int d = 0; d < 3; d++) s[d] += wt * x[3 * i + d];
+        }
+        if (W > 0)
+            for (int d = 0; d < 3; d++) centres[3 * c + d] = s[d] / W;
+    }
+    return change;
+}
+
+int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
+                    const unsigned char *state, double m, double tolerance, int max_iterations, double *u,
+                    double *scratch)
+{
+    int it = 0;
+    while (it < max_iterations) {
+        double change = csm_fcm_update(x, mass, count, centres, k, state, m, u, scratch);
+        if (it++ > 0 && change <= tolerance) break;
+    }
+    /* memberships that match the final centres */
+    double expo = 1.0 / (m - 1.0);
+    for (int32_t i = 0; i < count; i++)
+        fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k], scratch);
+    return it;
 }
 
 static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
@@ -306,25 +345,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
         memcpy(&centres[3 * c], &x[3 * pick], sizeof(double) * 3);
     }
 
-    double expo = 1.0 / (m - 1.0);
-    for (int it = 0; it < max_it; it++) {
-        double change = 0;
-        for (int32_t i = 0; i < count; i++)
-            change = fmax(change, fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k], dist));
-        /* centres: mass- and u^m-weighted means */
-        for (int32_t c = 0; c < k; c++) {
-            double W = 0, s[3] = {0, 0, 0};
-            for (int32_t i = 0; i < count; i++) {
-                double wt = mass[i] * pow(u[(size_t)i * (size_t)k + c], m);
-                W += wt;
-                for (int d = 0; d < 3; d++) s[d] += wt * x[3 * i + d];
-            }
-            if (W > 0)
-                for (int d = 0; d < 3; d++) centres[3 * c + d] = s[d] / W;
-        }
-        if (it > 0 && change <= tol) break;
-    }
-    for (int32_t i = 0; i < count; i++) fcm_memberships(&x[3 * i], centres, k, expo, &u[(size_t)i * (size_t)k], dist);
+    csm_fcm_iterate(x, mass, count, centres, k, NULL, m, tol, max_it, u, dist);
 
     /* membership -> clusters: keep u >= threshold * (the particle's largest u), so its best
        cluster always; weights renormalised per particle */

@@ -27,6 +27,23 @@ void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t co
    (A_rr of rank < 3) or -1 when out of memory. */
 int csm_clusters_from_builder(csm_clusters *c, const csm_cluster_builder *b, const csm_particles *p);
 
+/* Fuzzy c-means (Jones et al. 2015; Falkenstein 2017 Sec 2.3.1 and, with clusters held,
+   Sec 3.2.2's cluster optimization). Each centre is free (moves to the mass- and u^m-weighted mean
+   of the points), held (keeps its place, still takes its share of memberships) or ignored (no
+   membership: a cluster being removed); state NULL frees them all. */
+enum { CSM_FCM_FREE, CSM_FCM_HELD, CSM_FCM_IGNORED };
+
+/* One update: memberships u[count][k] of points x (weights mass) to the centres, u_ic =
+   1 / sum_j (d_ic / d_ij)^(2/(m-1)), then the free centres move. Returns the largest membership
+   change. scratch holds k doubles. */
+double csm_fcm_update(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
+                      const unsigned char *state, double m, double *u, double *scratch);
+/* Updates until no membership changes by more than tolerance (at most max_iterations), then
+   memberships for the final centres; returns the number of updates. */
+int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
+                    const unsigned char *state, double m, double tolerance, int max_iterations, double *u,
+                    double *scratch);
+
 /* A clustering at a glance (`csm info`, the log's root attributes): min, mean, max of members
    per cluster, clusters per particle, and width w_c = max_i |p_ic| (Bargteil-Jones Eq 5). */
 typedef struct csm_cluster_stats {

@@ -3,6 +3,7 @@
    determinism for a seed. */
 #include "check.h"
 
+#include "clustering.h"
 #include "commands.h"
 #include "config.h"
 #include "sim.h"
@@ -104,6 +105,33 @@ static void test_fuzzy_cmeans_hand_computed(void **state)
     release(&b);
 }
 
+/* The update cluster optimization reuses (Falkenstein Sec 3.2.2): points at x = -1, 0, 1, a
+   held centre at -1, a free one started at 0.5 and an ignored one (a cluster being removed) at
+   0.2. With m = 2, u ~ 1/d^2: the free centre's fixed point c = sum u^2 x / sum u^2 solves
+   c = u_b^2 / (u_a^2 + u_b^2) with u_a = 1/(1 + c^2) (x = 0) and u_b = 4/(4 + (1 - c)^2) (x = 1);
+   x = -1 sits on the held centre. */
+static void test_fuzzy_cmeans_with_held_centres(void **state)
+{
+    (void)state;
+    double c = 0.5;
+    for (int it = 0; it < 500; it++) {
+        double ua = 1 / (1 + c * c), ub = 4 / (4 + (1 - c) * (1 - c));
+        c = ub * ub / (ua * ua + ub * ub);
+    }
+    double x[9] = {-1, 0, 0, 0, 0, 0, 1, 0, 0}, mass[3] = {1, 1, 1};
+    double centres[9] = {-1, 0, 0, 0.5, 0, 0, 0.2, 0, 0}, u[9], scratch[3];
+    unsigned char st[3] = {CSM_FCM_HELD, CSM_FCM_FREE, CSM_FCM_IGNORED};
+    int it = csm_fcm_iterate(x, mass, 3, centres, 3, st, 2.0, 1e-13, 1000, u, scratch);
+    assert_true(it > 1 && it < 1000);
+    assert_close(centres[3], c, 1e-10);
+    assert_true(centres[0] == -1 && centres[1] == 0 && centres[6] == 0.2); /* held and ignored stay */
+    for (int i = 0; i < 3; i++) {
+        assert_close(u[3 * i] + u[3 * i + 1], 1.0, 1e-15);
+        assert_true(u[3 * i + 2] == 0.0);
+    }
+    assert_close(u[3 * 1 + 1], 1 / (1 + c * c), 1e-9);
+}
+
 /* Bender: one region per particle; with grid spacing 0.1 and radius 0.15 an interior particle's
    region holds it, its 6 face and 12 edge neighbours; modified masses m_i / |R_i| keep the
    total mass. */
@@ -137,6 +165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fuzzy_cmeans_partition_and_determinism),
         cmocka_unit_test(test_fuzzy_cmeans_hand_computed),
+        cmocka_unit_test(test_fuzzy_cmeans_with_held_centres),
         cmocka_unit_test(test_per_particle_regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
