@@ -61,7 +61,7 @@ static const csm_param_spec points_params[] = {
 };
 
 static const csm_param_spec mesh_params[] = {
-    {"path", CSM_STRING, 0, 0, 0, "OFF or OBJ file; relative paths are tried from the current folder, then the config's",
+    {"path", CSM_STRING, 0, 0, 0, "OFF or OBJ file; a relative path is tried from the current folder, then the config's folder and those above",
      NULL, {0}, "", CSM_PARAM_REQUIRED},
     {"rotate", CSM_VEC3, 0, -1e9, 1e9, "rotation in degrees about x, then y, then z", NULL, {0, 0, 0}, NULL, 0},
     {"fit", CSM_ENUM, 0, 0, 1, "unit_box: scale so the longest bounding-box edge is 1", "none|unit_box", {0}, NULL, 0},

@@ -215,9 +215,10 @@ static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size,
         if (dlen + 4 > sizeof dir) break;
         memcpy(dir + dlen, "/..", 4);
     }
+    char at[256];
     return csm_fail(err, CSM_EXIT_BAD_INPUT,
-                    "%s:%d: objects[%d].shape.path: no mesh '%s' here or in the config's folder or above it%s", src,
-                    pv->line, index, path,
+                    "%s: objects[%d].shape.path: no mesh '%s' here or in the config's folder or above it%s",
+                    csm_cfg_where(src, pv->line, at, sizeof at), index, path,
                     strncmp(path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
 }
 

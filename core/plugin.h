@@ -67,6 +67,8 @@ typedef struct csm_plugin_cfg {
 double csm_cfg_num(const csm_plugin_cfg *pc, const char *key);
 const double *csm_cfg_vec(const csm_plugin_cfg *pc, const char *key);
 const char *csm_cfg_str(const csm_plugin_cfg *pc, const char *key);
+/* "file:line", or "--set #N" for the N-th override, for messages; returns buf. */
+const char *csm_cfg_where(const char *src, int line, char *buf, int size);
 /* A bad-input error about a plugin's section: "file:line: <plugin>: message". */
 int csm_cfg_fail(const csm_plugin_cfg *pc, csm_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -95,13 +95,20 @@ const char *csm_cfg_str(const csm_plugin_cfg *pc, const char *key)
     return k < 0 ? NULL : pc->values[k].str;
 }
 
+const char *csm_cfg_where(const char *src, int line, char *buf, int size)
+{
+    if (src && strcmp(src, "--set") == 0) snprintf(buf, (size_t)size, "--set #%d", line);
+    else snprintf(buf, (size_t)size, "%s:%d", src ? src : "(config)", line);
+    return buf;
+}
+
 int csm_cfg_fail(const csm_plugin_cfg *pc, csm_error *err, const char *fmt, ...)
 {
-    char msg[768];
+    char msg[768], at[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s: %s", pc->src ? pc->src : "(config)", pc->line,
+    return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s: %s", csm_cfg_where(pc->src, pc->line, at, sizeof at),
                     pc->plugin ? pc->plugin->name : "?", msg);
 }
