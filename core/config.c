@@ -205,11 +205,7 @@ static csm_node *scalar_new(const char *text, const char *src, int line)
 /* "file:line" or "--set key=value" for messages. */
 static const char *where(const csm_node *n, char *buf, size_t size)
 {
-    if (n && n->src && strcmp(n->src, "--set") == 0)
-        snprintf(buf, size, "--set #%d", n->line);
-    else
-        snprintf(buf, size, "%s:%d", n && n->src ? n->src : "?", n ? n->line : 0);
-    return buf;
+    return csm_cfg_where(n ? n->src : NULL, n ? n->line : 0, buf, (int)size);
 }
 
 #define FAIL_AT(err, node, ...)                                                                   \
