@@ -29,27 +29,26 @@ typedef struct ibuf {
     int64_t n, cap;
 } ibuf;
 
+/* Room for one more element of `size` bytes in *a (n used of *cap), doubling. */
+static int reserve(void **a, int64_t n, int64_t *cap, size_t size)
+{
+    if (n < *cap) return 0;
+    int64_t grown = *cap ? 2 * *cap : 1024;
+    void *p = realloc(*a, size * (size_t)grown);
+    if (!p) return -1;
+    *a = p;
+    *cap = grown;
+    return 0;
+}
 static int dbuf_push(dbuf *b, double x)
 {
-    if (b->n == b->cap) {
-        int64_t cap = b->cap ? 2 * b->cap : 1024;
-        double *a = realloc(b->a, sizeof *a * (size_t)cap);
-        if (!a) return -1;
-        b->a = a;
-        b->cap = cap;
-    }
+    if (reserve((void **)&b->a, b->n, &b->cap, sizeof *b->a)) return -1;
     b->a[b->n++] = x;
     return 0;
 }
 static int ibuf_push(ibuf *b, int32_t x)
 {
-    if (b->n == b->cap) {
-        int64_t cap = b->cap ? 2 * b->cap : 1024;
-        int32_t *a = realloc(b->a, sizeof *a * (size_t)cap);
-        if (!a) return -1;
-        b->a = a;
-        b->cap = cap;
-    }
+    if (reserve((void **)&b->a, b->n, &b->cap, sizeof *b->a)) return -1;
     b->a[b->n++] = x;
     return 0;
 }
@@ -315,10 +314,6 @@ int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err)
     m->nv = (int32_t)(v.n / 3);
     m->tri = tri.a;
     m->nt = (int32_t)(tri.n / 3);
-    if (csm_mesh_build_tree(m)) {
-        csm_mesh_free(m);
-        return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
-    }
     return 0;
 }
 
@@ -335,7 +330,7 @@ int csm_mesh_from_arrays(csm_mesh *m, const double *v, int32_t nv, const int32_t
     memcpy(m->tri, tri, sizeof *m->tri * 3 * (size_t)nt);
     m->nv = nv;
     m->nt = nt;
-    return csm_mesh_build_tree(m);
+    return 0;
 }
 
 void csm_mesh_free(csm_mesh *m)
@@ -398,31 +393,22 @@ static int cmp_tri_key(const void *a, const void *b)
     return x->tri < y->tri ? -1 : x->tri > y->tri;
 }
 
-static void centroid(const csm_mesh *m, int32_t t, double c[3])
-{
-    for (int d = 0; d < 3; d++)
-        c[d] = (m->v[3 * m->tri[3 * t] + d] + m->v[3 * m->tri[3 * t + 1] + d] + m->v[3 * m->tri[3 * t + 2] + d]) / 3.0;
-}
-
-static void area_vector(const csm_mesh *m, int32_t t, double n[3])
-{
-    const double *a = &m->v[3 * m->tri[3 * t]], *b = &m->v[3 * m->tri[3 * t + 1]], *c = &m->v[3 * m->tri[3 * t + 2]];
-    double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-    csm_v3_cross(e1, e2, n);
-    for (int d = 0; d < 3; d++) n[d] *= 0.5;
-}
+/* What the build reads of every triangle, computed once: centroid and area vector
+   A_t = 1/2 (b - a) x (c - a). */
+typedef struct tree_build {
+    tri_key *keys; /* [nt] sort scratch */
+    double *cen;   /* [3 nt] */
+    double *area;  /* [3 nt] */
+} tree_build;
 
 /* Node statistics for the far field (Barill et al. 2018 Sec 3.2): the area vectors' sum, an
    area-weighted centre, and a radius that bounds the expansion's error. */
-static void node_stats(const csm_mesh *m, csm_mesh_node *nd)
+static void node_stats(const csm_mesh *m, const tree_build *tb, csm_mesh_node *nd)
 {
     double area = 0, wc[3] = {0, 0, 0}, mc[3] = {0, 0, 0};
     memset(nd->normal, 0, sizeof nd->normal);
     for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
-        int32_t t = m->order[k];
-        double n[3], c[3];
-        area_vector(m, t, n);
-        centroid(m, t, c);
+        const double *n = &tb->area[3 * m->order[k]], *c = &tb->cen[3 * m->order[k]];
         double a = sqrt(csm_v3_dot(n, n));
         area += a;
         for (int d = 0; d < 3; d++) {
@@ -445,38 +431,36 @@ static void node_stats(const csm_mesh *m, csm_mesh_node *nd)
     nd->radius = sqrt(r2);
 }
 
-static int32_t build_node(csm_mesh *m, tri_key *keys, int32_t first, int32_t count)
+static int32_t build_node(csm_mesh *m, const tree_build *tb, int32_t first, int32_t count)
 {
     int32_t id = m->nnode++;
     csm_mesh_node *nd = &m->node[id];
     nd->first = first;
     nd->count = count;
     nd->left = nd->right = -1;
+    node_stats(m, tb, nd);
+    if (count <= LEAF_TRIANGLES) return id;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int32_t k = first; k < first + count; k++) {
-        double c[3];
-        centroid(m, m->order[k], c);
+        const double *c = &tb->cen[3 * m->order[k]];
         for (int d = 0; d < 3; d++) {
             lo[d] = c[d] < lo[d] ? c[d] : lo[d];
             hi[d] = c[d] > hi[d] ? c[d] : hi[d];
         }
     }
-    node_stats(m, nd);
-    if (count <= LEAF_TRIANGLES) return id;
     int axis = 0;
     for (int d = 1; d < 3; d++)
         if (hi[d] - lo[d] > hi[axis] - lo[axis]) axis = d;
+    tri_key *keys = tb->keys;
     for (int32_t k = first; k < first + count; k++) {
-        double c[3];
-        centroid(m, m->order[k], c);
-        keys[k].key = c[axis];
+        keys[k].key = tb->cen[3 * m->order[k] + axis];
         keys[k].tri = m->order[k];
     }
     qsort(keys + first, (size_t)count, sizeof *keys, cmp_tri_key);
     for (int32_t k = first; k < first + count; k++) m->order[k] = keys[k].tri;
     int32_t half = count / 2;
-    int32_t left = build_node(m, keys, first, half);
-    int32_t right = build_node(m, keys, first + half, count - half);
+    int32_t left = build_node(m, tb, first, half);
+    int32_t right = build_node(m, tb, first + half, count - half);
     nd = &m->node[id];
     nd->left = left;
     nd->right = right;
@@ -489,18 +473,26 @@ int csm_mesh_build_tree(csm_mesh *m)
     free(m->node);
     free(m->order);
     m->nnode = 0;
-    size_t cap = 2 * (size_t)(m->nt > 0 ? m->nt : 1);
-    m->node = malloc(sizeof *m->node * cap);
-    m->order = malloc(sizeof *m->order * (size_t)(m->nt > 0 ? m->nt : 1));
-    tri_key *keys = malloc(sizeof *keys * (size_t)(m->nt > 0 ? m->nt : 1));
-    if (!m->node || !m->order || !keys) {
-        free(keys);
-        return -1;
+    size_t nt = (size_t)(m->nt > 0 ? m->nt : 1);
+    m->node = malloc(sizeof *m->node * 2 * nt);
+    m->order = malloc(sizeof *m->order * nt);
+    tree_build tb = {malloc(sizeof *tb.keys * nt), malloc(sizeof *tb.cen * 3 * nt), malloc(sizeof *tb.area * 3 * nt)};
+    int rc = m->node && m->order && tb.keys && tb.cen && tb.area ? 0 : -1;
+    for (int32_t t = 0; t < m->nt && !rc; t++) {
+        const double *a = &m->v[3 * m->tri[3 * t]], *b = &m->v[3 * m->tri[3 * t + 1]], *c = &m->v[3 * m->tri[3 * t + 2]];
+        double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        csm_v3_cross(e1, e2, &tb.area[3 * t]);
+        for (int d = 0; d < 3; d++) {
+            tb.area[3 * t + d] *= 0.5;
+            tb.cen[3 * t + d] = (a[d] + b[d] + c[d]) / 3.0;
+        }
+        m->order[t] = t;
     }
-    for (int32_t t = 0; t < m->nt; t++) m->order[t] = t;
-    if (m->nt > 0) build_node(m, keys, 0, m->nt);
-    free(keys);
-    return 0;
+    if (!rc && m->nt > 0) build_node(m, &tb, 0, m->nt);
+    free(tb.keys);
+    free(tb.cen);
+    free(tb.area);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -533,7 +525,7 @@ double csm_mesh_winding_exact(const csm_mesh *m, const double p[3])
 
 double csm_mesh_winding(const csm_mesh *m, const double p[3])
 {
-    if (m->nt == 0) return 0;
+    if (m->nnode == 0) return csm_mesh_winding_exact(m, p);
     int32_t stack[128];
     int top = 0;
     double sum = 0;

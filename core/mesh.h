@@ -27,24 +27,26 @@ typedef struct csm_mesh {
 
 /* Read an OFF or OBJ file (by its extension, else by its first keyword). Errors name the file
    and line: truncated files, non-finite coordinates, indices out of range, faces of fewer than
-   three vertices, files without faces. */
+   three vertices, files without faces. Build the tree before csm_mesh_winding. */
 int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err);
-/* A mesh from arrays (copied), for generated shapes and tests. */
+/* A mesh from arrays (copied), for generated shapes and tests; no tree yet. */
 int csm_mesh_from_arrays(csm_mesh *m, const double *v, int32_t nv, const int32_t *tri, int32_t nt);
 void csm_mesh_free(csm_mesh *m);
 
-/* v <- A v + t for every vertex; the tree is rebuilt on the next query build. */
+/* v <- A v + t for every vertex; a tree built before no longer fits: build it again. */
 void csm_mesh_transform(csm_mesh *m, const double A[9], const double t[3]);
 void csm_mesh_bounds(const csm_mesh *m, double lo[3], double hi[3]);
 /* Enclosed volume by the divergence theorem (exact for closed meshes; its absolute value, so an
    inside-out mesh has a positive volume). */
 double csm_mesh_volume(const csm_mesh *m);
 
-/* Build the tree the fast winding number needs (again after a transform). */
+/* Build the tree csm_mesh_winding and csm_mesh_inside need: once placed, after load and any
+   transform. */
 int csm_mesh_build_tree(csm_mesh *m);
 /* Exact winding number: the sum of the triangles' solid angles over 4 pi. */
 double csm_mesh_winding_exact(const csm_mesh *m, const double p[3]);
-/* Tree-accelerated winding number: exact near p, a far node's dipole term elsewhere. */
+/* Tree-accelerated winding number: exact near p, a far node's dipole term elsewhere (the exact
+   sum when no tree was built). */
 double csm_mesh_winding(const csm_mesh *m, const double p[3]);
 /* |w| >= 1/2: inside, whatever the orientation. */
 int csm_mesh_inside(const csm_mesh *m, const double p[3]);

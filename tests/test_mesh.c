@@ -34,6 +34,13 @@ static void cube_triangles(int32_t tri[36], int skip_face, int flip_face)
     }
 }
 
+/* A mesh from arrays with its tree, ready for winding numbers. */
+static void mesh_with_tree(csm_mesh *m, const double *v, int32_t nv, const int32_t *tri, int32_t nt)
+{
+    assert_int_equal(csm_mesh_from_arrays(m, v, nv, tri, nt), 0);
+    assert_int_equal(csm_mesh_build_tree(m), 0);
+}
+
 /* A text file in /tmp with the given suffix; returns its malloc'd path. */
 static char *write_file(const char *suffix, const char *text)
 {
@@ -53,7 +60,7 @@ static void test_closed_mesh_winding(void **state)
     int32_t tri[36];
     cube_triangles(tri, -1, -1);
     csm_mesh m;
-    assert_int_equal(csm_mesh_from_arrays(&m, CUBE_V, 8, tri, 12), 0);
+    mesh_with_tree(&m, CUBE_V, 8, tri, 12);
     assert_close(csm_mesh_volume(&m), 1.0, 1e-15);
     double centre[3] = {0, 0, 0}, far[3] = {3, -2, 1}, near_in[3] = {0.49, 0.3, -0.2}, near_out[3] = {0.51, 0.3, -0.2};
     assert_close(csm_mesh_winding_exact(&m, centre), 1.0, 1e-12);
@@ -67,7 +74,7 @@ static void test_closed_mesh_winding(void **state)
         tri[3 * t + 2] = s;
     }
     csm_mesh inv;
-    assert_int_equal(csm_mesh_from_arrays(&inv, CUBE_V, 8, tri, 12), 0);
+    mesh_with_tree(&inv, CUBE_V, 8, tri, 12);
     assert_close(csm_mesh_winding(&inv, centre), -1.0, 1e-12);
     assert_true(csm_mesh_inside(&inv, near_in));
     assert_false(csm_mesh_inside(&inv, near_out));
@@ -82,7 +89,7 @@ static void test_open_and_misoriented_mesh(void **state)
     /* top face (+z, index 1) missing: from the centre each face subtends 4 pi / 6 */
     cube_triangles(tri, 1, -1);
     csm_mesh m;
-    assert_int_equal(csm_mesh_from_arrays(&m, CUBE_V, 8, tri, 10), 0);
+    mesh_with_tree(&m, CUBE_V, 8, tri, 10);
     double centre[3] = {0, 0, 0}, above_hole[3] = {0, 0, 0.6}, low[3] = {0.2, -0.3, -0.4};
     assert_close(csm_mesh_winding_exact(&m, centre), 5.0 / 6.0, 1e-12);
     assert_true(csm_mesh_inside(&m, centre));
@@ -91,7 +98,7 @@ static void test_open_and_misoriented_mesh(void **state)
     csm_mesh_free(&m);
     /* one face turned the wrong way: the centre still reads 4/6 */
     cube_triangles(tri, -1, 2);
-    assert_int_equal(csm_mesh_from_arrays(&m, CUBE_V, 8, tri, 12), 0);
+    mesh_with_tree(&m, CUBE_V, 8, tri, 12);
     assert_close(csm_mesh_winding(&m, centre), 4.0 / 6.0, 1e-12);
     assert_true(csm_mesh_inside(&m, centre));
     csm_mesh_free(&m);
@@ -132,7 +139,7 @@ static void test_fast_winding_matches_exact(void **state)
             }
     }
     csm_mesh m;
-    assert_int_equal(csm_mesh_from_arrays(&m, v, nv, tri, nt), 0);
+    mesh_with_tree(&m, v, nv, tri, nt);
     csm_rng rng;
     csm_rng_seed(&rng, 11, 0);
     double worst = 0;
@@ -171,6 +178,8 @@ static void test_off_and_obj_files(void **state)
     csm_mesh a, b;
     if (csm_mesh_load(&a, off, &err)) fail_msg("%s", err.msg);
     if (csm_mesh_load(&b, obj, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(csm_mesh_build_tree(&a), 0);
+    assert_int_equal(csm_mesh_build_tree(&b), 0);
     assert_int_equal(a.nv, 8);
     assert_int_equal(a.nt, 12);
     assert_int_equal(b.nt, 12);
