@@ -305,10 +305,11 @@ static int sample_at(const csm_shape *sh, int index, uint64_t seed, double h, po
 static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t target, pointbuf *out,
                          double *spacing, csm_error *err)
 {
-    double h = cbrt(sh->volume / target), lo = 0, hi = INFINITY, best_h = h;
+    double h = cbrt(sh->volume / target), lo = 0, hi = INFINITY, best_h = h, sampled_h = h;
     int32_t best = -1;
     for (int it = 0; it < 24; it++) {
         if (sample_at(sh, index, seed, h, out, err)) return -1;
+        sampled_h = h;
         int32_t n = out->n;
         if (best < 0 || abs(n - target) < abs(best - target)) {
             best = n;
@@ -322,7 +323,8 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
         if (next == h) break;
         h = next;
     }
-    if (out->n != best && sample_at(sh, index, seed, best_h, out, err)) return -1;
+    /* the points returned are the ones of the spacing reported */
+    if (sampled_h != best_h && sample_at(sh, index, seed, best_h, out, err)) return -1;
     *spacing = best_h;
     return 0;
 }
