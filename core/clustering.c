@@ -234,71 +234,101 @@ static const csm_param_spec fuzzy_cmeans_params[] = {
     CSM_PARAM_END,
 };
 
+static inline double fcm_d2(const double *x, const double *z)
+{
+    double dx = x[0] - z[0], dy = x[1] - z[1], dz = x[2] - z[2];
+    return dx * dx + dy * dy + dz * dz;
+}
+
+/* r = (d2_min / d2)^e, at most 1; e = 1 (m = 2, the usual choice) needs no pow */
+static inline double fcm_ratio(double dmin, double d2, double expo)
+{
+    return expo == 1.0 ? dmin / d2 : pow(dmin / d2, expo);
+}
+
 /* Memberships of one point to k centres, written over its previous row u[k]; returns the
-   largest change. Ignored centres get no membership. `dist` is scratch for k doubles. */
+   largest change. Ignored centres get no membership. Distances are recomputed in each pass
+   rather than stored, so rows can be updated in parallel without scratch. */
 static double fcm_memberships(const double *x, const double *centres, const unsigned char *state, int32_t k,
-                              double expo, double *u, double *dist)
+                              double expo, double *u)
 {
     int32_t at = -1;
     double dmin = INFINITY;
     for (int32_t c = 0; c < k; c++) {
         if (state && state[c] == CSM_FCM_IGNORED) continue;
-        double dx = x[0] - centres[3 * c], dy = x[1] - centres[3 * c + 1], dz = x[2] - centres[3 * c + 2];
-        dist[c] = dx * dx + dy * dy + dz * dz;
-        if (dist[c] == 0.0 && at < 0) at = c;
-        dmin = fmin(dmin, dist[c]);
+        double d = fcm_d2(x, &centres[3 * c]);
+        if (d == 0.0 && at < 0) at = c;
+        if (d < dmin) dmin = d;
     }
     /* u_c = 1 / sum_j (d_c / d_j)^(2/(m-1)) = r_c / sum_j r_j with r_c = (d2_min / d2_c)^e,
        e = 1/(m-1): ratios at most 1, so no overflow for m near 1 */
     double sum = 0;
-    for (int32_t c = 0; c < k; c++) {
-        if (state && state[c] == CSM_FCM_IGNORED) dist[c] = 0;
-        else if (at < 0) dist[c] = pow(dmin / dist[c], expo);
-        sum += dist[c];
-    }
+    if (at < 0)
+        for (int32_t c = 0; c < k; c++)
+            if (!(state && state[c] == CSM_FCM_IGNORED)) sum += fcm_ratio(dmin, fcm_d2(x, &centres[3 * c]), expo);
     double change = 0;
     for (int32_t c = 0; c < k; c++) {
-        double v = at >= 0 ? (c == at ? 1.0 : 0.0) : sum > 0 ? dist[c] / sum : 0.0; /* on a centre: all of it */
-        change = fmax(change, fabs(v - u[c]));
+        double v;
+        if (state && state[c] == CSM_FCM_IGNORED) v = 0.0;
+        else if (at >= 0) v = c == at ? 1.0 : 0.0; /* on a centre: all of it */
+        else v = sum > 0 ? fcm_ratio(dmin, fcm_d2(x, &centres[3 * c]), expo) / sum : 0.0;
+        double dv = fabs(v - u[c]);
+        if (dv > change) change = dv;
         u[c] = v;
     }
     return change;
 }
 
 double csm_fcm_update(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
-                      const unsigned char *state, double m, double *u, double *scratch)
+                      const unsigned char *state, double m, double *u)
 {
     double expo = 1.0 / (m - 1.0), change = 0;
+    /* rows and centres are independent: parallel, each sum in a fixed order */
+#pragma omp parallel for schedule(static) reduction(max : change)
     for (int32_t i = 0; i < count; i++)
-        change = fmax(change, fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k], scratch));
-    /* centres: mass- and u^m-weighted means */
-    for (int32_t c = 0; c < k; c++) {
-        if (state && state[c] != CSM_FCM_FREE) continue;
-        double W = 0, s[3] = {0, 0, 0};
+    {
+        double dv = fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k]);
+        if (dv > change) change = dv;
+    }
+    /* centres: mass- and u^m-weighted means, a block of centres at a time so that u is read
+       along its rows */
+    enum { BLOCK = 16 };
+    int32_t blocks = (k + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static)
+    for (int32_t b = 0; b < blocks; b++) {
+        int32_t c0 = b * BLOCK, nb = k - c0 < BLOCK ? k - c0 : BLOCK;
+        double W[BLOCK] = {0}, S[BLOCK][3] = {{0}};
         for (int32_t i = 0; i < count; i++) {
-            double wt = mass[i] * pow(u[(size_t)i * (size_t)k + c], m);
-            W += wt;
-            for (int d = 0; d < 3; d++) s[d] += wt * x[3 * i + d];
+            const double *ui = &u[(size_t)i * (size_t)k + (size_t)c0], *xi = &x[3 * i];
+            for (int32_t a = 0; a < nb; a++) {
+                double wt = mass[i] * (m == 2.0 ? ui[a] * ui[a] : pow(ui[a], m));
+                W[a] += wt;
+                S[a][0] += wt * xi[0];
+                S[a][1] += wt * xi[1];
+                S[a][2] += wt * xi[2];
+            }
         }
-        if (W > 0)
-            for (int d = 0; d < 3; d++) centres[3 * c + d] = s[d] / W;
+        for (int32_t a = 0; a < nb; a++) {
+            int32_t c = c0 + a;
+            if ((state && state[c] != CSM_FCM_FREE) || !(W[a] > 0)) continue;
+            for (int d = 0; d < 3; d++) centres[3 * c + d] = S[a][d] / W[a];
+        }
     }
     return change;
 }
 
 int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
-                    const unsigned char *state, double m, double tolerance, int max_iterations, double *u,
-                    double *scratch)
+                    const unsigned char *state, double m, double tolerance, int max_iterations, double *u)
 {
     int it = 0;
     while (it < max_iterations) {
-        double change = csm_fcm_update(x, mass, count, centres, k, state, m, u, scratch);
+        double change = csm_fcm_update(x, mass, count, centres, k, state, m, u);
         if (it++ > 0 && change <= tolerance) break;
     }
     /* memberships that match the final centres */
     double expo = 1.0 / (m - 1.0);
-    for (int32_t i = 0; i < count; i++)
-        fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k], scratch);
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < count; i++) fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k]);
     return it;
 }
 
@@ -316,8 +346,8 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
     const double *mass = &p->mass[first];
     double *centres = malloc(sizeof(double) * 3 * (size_t)k);
     double *u = calloc((size_t)count * (size_t)k, sizeof *u);
-    double *d2 = malloc(sizeof(double) * (size_t)count), *dist = malloc(sizeof(double) * (size_t)k);
-    if (!centres || !u || !d2 || !dist) abort();
+    double *d2 = malloc(sizeof(double) * (size_t)count);
+    if (!centres || !u || !d2) abort();
 
     /* k-means++ seeding (Arthur and Vassilvitskii 2007), from the run's seed */
     csm_rng rng;
@@ -345,7 +375,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
         memcpy(&centres[3 * c], &x[3 * pick], sizeof(double) * 3);
     }
 
-    csm_fcm_iterate(x, mass, count, centres, k, NULL, m, tol, max_it, u, dist);
+    csm_fcm_iterate(x, mass, count, centres, k, NULL, m, tol, max_it, u);
 
     /* membership -> clusters: keep u >= threshold * (the particle's largest u), so its best
        cluster always; weights renormalised per particle */
@@ -380,7 +410,6 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
     free(centres);
     free(u);
     free(d2);
-    free(dist);
     return 0;
 }
 

@@ -35,14 +35,13 @@ enum { CSM_FCM_FREE, CSM_FCM_HELD, CSM_FCM_IGNORED };
 
 /* One update: memberships u[count][k] of points x (weights mass) to the centres, u_ic =
    1 / sum_j (d_ic / d_ij)^(2/(m-1)), then the free centres move. Returns the largest membership
-   change. scratch holds k doubles. */
+   change. */
 double csm_fcm_update(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
-                      const unsigned char *state, double m, double *u, double *scratch);
+                      const unsigned char *state, double m, double *u);
 /* Updates until no membership changes by more than tolerance (at most max_iterations), then
    memberships for the final centres; returns the number of updates. */
 int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
-                    const unsigned char *state, double m, double tolerance, int max_iterations, double *u,
-                    double *scratch);
+                    const unsigned char *state, double m, double tolerance, int max_iterations, double *u);
 
 /* A clustering at a glance (`csm info`, the log's root attributes): min, mean, max of members
    per cluster, clusters per particle, and width w_c = max_i |p_ic| (Bargteil-Jones Eq 5). */

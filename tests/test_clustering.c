@@ -119,9 +119,9 @@ static void test_fuzzy_cmeans_with_held_centres(void **state)
         c = ub * ub / (ua * ua + ub * ub);
     }
     double x[9] = {-1, 0, 0, 0, 0, 0, 1, 0, 0}, mass[3] = {1, 1, 1};
-    double centres[9] = {-1, 0, 0, 0.5, 0, 0, 0.2, 0, 0}, u[9], scratch[3];
+    double centres[9] = {-1, 0, 0, 0.5, 0, 0, 0.2, 0, 0}, u[9];
     unsigned char st[3] = {CSM_FCM_HELD, CSM_FCM_FREE, CSM_FCM_IGNORED};
-    int it = csm_fcm_iterate(x, mass, 3, centres, 3, st, 2.0, 1e-13, 1000, u, scratch);
+    int it = csm_fcm_iterate(x, mass, 3, centres, 3, st, 2.0, 1e-13, 1000, u);
     assert_true(it > 1 && it < 1000);
     assert_close(centres[3], c, 1e-10);
     assert_true(centres[0] == -1 && centres[1] == 0 && centres[6] == 0.2); /* held and ignored stay */
