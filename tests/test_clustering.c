@@ -1,36 +1,16 @@
 /* Clustering methods: every particle covered, weights w_ic summing to 1, the fuzzy c-means fixed
    point on a case computed by hand, per-particle regions with Bender's modified masses,
    determinism for a seed. */
-#include "check.h"
+#include "sim_run.h"
 
 #include "clustering.h"
-#include "commands.h"
-#include "config.h"
-#include "sim.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define CUBE CSM_TEST_DIR "/configs/free_cube.yaml"
 
-typedef struct built {
-    csm_config cfg;
-    csm_sim sim;
-} built;
-
-static void build(built *b, const char *const *sets, int nsets)
-{
-    csm_register_builtins();
-    csm_error err;
-    if (csm_config_load(CUBE, sets, nsets, &b->cfg, &err)) fail_msg("%s", err.msg);
-    if (csm_sim_create(&b->cfg, &b->sim, &err)) fail_msg("%s", err.msg);
-}
-
-static void release(built *b)
-{
-    csm_sim_destroy(&b->sim);
-    csm_config_free(&b->cfg);
-}
+static void build(run *b, const char *const *sets, int nsets) { run_start(b, CUBE, sets, nsets); }
 
 /* sum_c w_ic = 1 for every particle, every particle in a cluster, cluster masses add up. */
 static void check_partition(const csm_world *w)
@@ -52,7 +32,7 @@ static void test_fuzzy_cmeans_partition_and_determinism(void **state)
 {
     (void)state;
     const char *sets[] = {"clustering={method: fuzzy_cmeans, count: 12}"};
-    built a, b, c;
+    run a, b, c;
     build(&a, sets, 1);
     build(&b, sets, 1);
     check_partition(&a.sim.w);
@@ -68,9 +48,9 @@ static void test_fuzzy_cmeans_partition_and_determinism(void **state)
     int same = c.sim.w.C.m == a.sim.w.C.m &&
                memcmp(c.sim.w.C.weight, a.sim.w.C.weight, sizeof(double) * (size_t)a.sim.w.C.m) == 0;
     assert_false(same);
-    release(&a);
-    release(&b);
-    release(&c);
+    run_stop(&a);
+    run_stop(&b);
+    run_stop(&c);
 }
 
 /* Three equal masses at x = -1, 0, 1, two clusters, m = 2, every membership kept. By symmetry
@@ -88,7 +68,7 @@ static void test_fuzzy_cmeans_hand_computed(void **state)
     const char *sets[] = {"objects.0.shape={type: points, positions: [[-1, 0, 0], [0, 0, 0], [1, 0, 0]]}",
                           "objects.0.deform=[[1, 0, 0], [0, 1, 0], [0, 0, 1]]",
                           "clustering={method: fuzzy_cmeans, count: 2, threshold: 0, tolerance: 1e-12}"};
-    built b;
+    run b;
     build(&b, sets, 3);
     const csm_clusters *C = &b.sim.w.C;
     assert_int_equal(C->k, 2);
@@ -102,7 +82,7 @@ static void test_fuzzy_cmeans_hand_computed(void **state)
         assert_close(w[plus ? 0 : 2], u0, 1e-9);
     }
     assert_true(c > 0.5 && c < 1); /* the fixed point lies between the middle and the ends */
-    release(&b);
+    run_stop(&b);
 }
 
 /* The update cluster optimization reuses (Falkenstein Sec 3.2.2): points at x = -1, 0, 1, a
@@ -139,7 +119,7 @@ static void test_per_particle_regions(void **state)
 {
     (void)state;
     const char *sets[] = {"clustering={method: per_particle, radius: 0.15}"};
-    built b;
+    run b;
     build(&b, sets, 1);
     const csm_world *w = &b.sim.w;
     const csm_clusters *C = &w->C;
@@ -157,7 +137,7 @@ static void test_per_particle_regions(void **state)
     for (int32_t i = 0; i < w->P.n; i++) /* |R_i| regions, each w_ic = 1 / |R_i| */
         for (int32_t q = C->poff[i]; q < C->poff[i + 1]; q++)
             assert_close(C->weight[C->pmember[q]], 1.0 / (C->poff[i + 1] - C->poff[i]), 1e-15);
-    release(&b);
+    run_stop(&b);
 }
 
 int main(void)

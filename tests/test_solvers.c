@@ -1,44 +1,16 @@
 /* Integrators: the equivalences of Bargteil-Jones Sec 3 and Müller 2005's modes, pinned particles,
    the strain limit, forces and colliders. Two simulations of one config, under different plugin
    settings, run in lockstep and their trajectories are compared. */
-#include "check.h"
+#include "sim_run.h"
 
-#include "commands.h"
-#include "config.h"
 #include "csm_math.h"
 #include "kernel.h"
-#include "sim.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define CUBE CSM_TEST_DIR "/configs/solver_cube.yaml"
 #define EXPERIMENT(name) CSM_TEST_DIR "/../experiments/configs/" name
-
-typedef struct run {
-    csm_config cfg;
-    csm_sim sim;
-} run;
-
-static void start(run *r, const char *path, const char *const *sets, int nsets)
-{
-    csm_register_builtins();
-    csm_error err;
-    if (csm_config_load(path, sets, nsets, &r->cfg, &err)) fail_msg("%s", err.msg);
-    if (csm_sim_create(&r->cfg, &r->sim, &err)) fail_msg("%s", err.msg);
-}
-
-static void frame(run *r)
-{
-    csm_error err;
-    if (csm_sim_frame(&r->sim, &err)) fail_msg("%s", err.msg);
-}
-
-static void stop(run *r)
-{
-    csm_sim_destroy(&r->sim);
-    csm_config_free(&r->cfg);
-}
 
 /* Largest difference of positions and velocities over every frame of two settings of one
    config; -1 when they are not the same size. Also reports how far the body travelled, so a
@@ -47,16 +19,16 @@ static double lockstep(const char *path, const char *const *a, int na, const cha
                        double *travel)
 {
     run A, B;
-    start(&A, path, a, na);
-    start(&B, path, b, nb);
+    run_start(&A, path, a, na);
+    run_start(&B, path, b, nb);
     assert_int_equal(A.sim.w.P.n, B.sim.w.P.n);
     int32_t n = A.sim.w.P.n;
     double *x0 = malloc(sizeof(double) * 3 * (size_t)n);
     memcpy(x0, A.sim.w.P.x, sizeof(double) * 3 * (size_t)n);
     double diff = 0;
     for (int f = 0; f < A.cfg.frames; f++) {
-        frame(&A);
-        frame(&B);
+        run_frame(&A);
+        run_frame(&B);
         for (int32_t k = 0; k < 3 * n; k++) {
             diff = fmax(diff, fabs(A.sim.w.P.x[k] - B.sim.w.P.x[k]));
             diff = fmax(diff, fabs(A.sim.w.P.v[k] - B.sim.w.P.v[k]));
@@ -67,8 +39,8 @@ static double lockstep(const char *path, const char *const *a, int na, const cha
     for (int32_t k = 0; k < 3 * n; k++) t = fmax(t, fabs(A.sim.w.P.x[k] - x0[k]));
     if (travel) *travel = t;
     free(x0);
-    stop(&A);
-    stop(&B);
+    run_stop(&A);
+    run_stop(&B);
     return diff;
 }
 
@@ -128,7 +100,7 @@ static double goal_error(const char *mode, double beta, point_map map)
     snprintf(b, sizeof b, "solver.beta=%.17g", beta);
     const char *sets[] = {m, b, "clustering.radius=10"};
     run r;
-    start(&r, CUBE, sets, 3);
+    run_start(&r, CUBE, sets, 3);
     csm_world *w = &r.sim.w;
     assert_int_equal(w->C.k, 1);
     int32_t n = w->P.n;
@@ -143,7 +115,7 @@ static double goal_error(const char *mode, double beta, point_map map)
     csm_goals_all(w, w->P.x, 0.0, w->P.goal);
     double e = 0;
     for (int32_t k = 0; k < 3 * n; k++) e = fmax(e, fabs(w->P.goal[k] - w->P.x[k]));
-    stop(&r);
+    run_stop(&r);
     return e;
 }
 
@@ -187,16 +159,16 @@ static double momentum_drift(const char *a, const char *b)
 {
     const char *sets[] = {a, b, "forces=[]", "colliders=[]"};
     run r;
-    start(&r, CUBE, sets, 4);
+    run_start(&r, CUBE, sets, 4);
     csm_diag d0, d;
     csm_diagnostics(&r.sim, &d0);
     double drift = 0;
     for (int f = 0; f < r.cfg.frames; f++) {
-        frame(&r);
+        run_frame(&r);
         csm_diagnostics(&r.sim, &d);
         for (int k = 0; k < 3; k++) drift = fmax(drift, fabs(d.momentum[k] - d0.momentum[k]));
     }
-    stop(&r);
+    run_stop(&r);
     return drift / csm_v3_norm(d0.momentum);
 }
 
@@ -228,12 +200,12 @@ static void test_pinned_particles_never_move(void **state)
                               "forces=[{type: gravity}, {type: twist, scale: 5, axis: [0, 1, 0]}, {type: drag}]",
                               "solver.damping=0.2"};
         run r;
-        start(&r, CUBE, sets, 4);
+        run_start(&r, CUBE, sets, 4);
         csm_particles *P = &r.sim.w.P;
         int32_t pinned = 0;
         double *x0 = malloc(sizeof(double) * 3 * (size_t)P->n);
         memcpy(x0, P->x, sizeof(double) * 3 * (size_t)P->n);
-        for (int f = 0; f < 20; f++) frame(&r);
+        for (int f = 0; f < 20; f++) run_frame(&r);
         double moved = 0, free_moved = 0;
         for (int32_t i = 0; i < P->n; i++)
             for (int d = 0; d < 3; d++) {
@@ -245,7 +217,7 @@ static void test_pinned_particles_never_move(void **state)
         assert_true(moved == 0.0);
         assert_true(free_moved > 0.05);
         free(x0);
-        stop(&r);
+        run_stop(&r);
     }
 }
 
@@ -260,14 +232,14 @@ static void test_strain_limit_bounds_strain(void **state)
     double strain[2];
     for (int k = 0; k < 2; k++) {
         run r;
-        start(&r, CUBE, k ? sl : sm, k ? 5 : 2);
+        run_start(&r, CUBE, k ? sl : sm, k ? 5 : 2);
         csm_error err;
         csm_timings t = {0};
         if (csm_sim_step(&r.sim, r.cfg.dt, &t, &err)) fail_msg("%s", err.msg);
         csm_diag d;
         csm_diagnostics(&r.sim, &d);
         strain[k] = d.max_strain;
-        stop(&r);
+        run_stop(&r);
     }
     assert_true(strain[0] > 0.5);
     assert_true(strain[1] < 0.25 * strain[0]);
@@ -281,15 +253,15 @@ static double peak_kinetic_energy(const char *integrator_iterations)
     const char *sets[] = {"objects.0.sampling.spacing=0.2", "clustering.radius=0.5", "time.frames=300",
                           integrator_iterations};
     run r;
-    start(&r, EXPERIMENT("stretch_cube.yaml"), sets, 4);
+    run_start(&r, EXPERIMENT("stretch_cube.yaml"), sets, 4);
     double peak = 0;
     csm_diag d;
     for (int f = 0; f < r.cfg.frames; f++) {
-        frame(&r);
+        run_frame(&r);
         csm_diagnostics(&r.sim, &d);
         peak = fmax(peak, d.kinetic);
     }
-    stop(&r);
+    run_stop(&r);
     return peak;
 }
 
@@ -311,13 +283,13 @@ static void test_zero_length_spring(void **state)
     const char *pbd[] = {"solver.integrator=pbd"};
     for (int k = 0; k < 2; k++) {
         run r;
-        start(&r, EXPERIMENT("spring.yaml"), k ? pbd : sm, 1);
+        run_start(&r, EXPERIMENT("spring.yaml"), k ? pbd : sm, 1);
         csm_particles *P = &r.sim.w.P;
         assert_int_equal(P->n, 2);
         int crossings = 0;
         double last = P->x[3], vmax_late = 0;
         for (int f = 0; f < r.cfg.frames; f++) {
-            frame(&r);
+            run_frame(&r);
             double x = P->x[3];
             if ((x > 0) != (last > 0)) crossings++;
             last = x;
@@ -329,7 +301,7 @@ static void test_zero_length_spring(void **state)
         } else {
             assert_true(vmax_late < 1e-9); /* stopped */
         }
-        stop(&r);
+        run_stop(&r);
     }
 }
 
@@ -343,13 +315,13 @@ static void test_rotation_rectangle_experiment(void **state)
     double angle[2];
     for (int k = 0; k < 2; k++) {
         run r;
-        start(&r, EXPERIMENT("rotation_rectangle.yaml"), k ? f : apq, 1);
+        run_start(&r, EXPERIMENT("rotation_rectangle.yaml"), k ? f : apq, 1);
         assert_int_equal(r.sim.w.C.k, 1);
         csm_fit_all(&r.sim.w, r.sim.w.P.x);
         const double *R = r.sim.w.C.R;
         angle[k] = atan2(R[3], R[0]) * 180.0 / CSM_PI;
         assert_close(csm_m3_det(R), 1.0, 1e-12);
-        stop(&r);
+        run_stop(&r);
     }
     assert_close(fabs(angle[0]), 11.309932474020215, 1e-9); /* atan(1/5), Falkenstein Eq 19 */
     assert_close(angle[1], 0.0, 1e-12);
@@ -363,7 +335,7 @@ static void test_forces(void **state)
     const char *sets[] = {"forces=[{type: compress, scale: 3, until: 1}, {type: twist, scale: 2, axis: [0, 0, 2]}, "
                           "{type: drag, coefficient: 0.5, wind: [1, 0, 0]}]"};
     run r;
-    start(&r, CUBE, sets, 1);
+    run_start(&r, CUBE, sets, 1);
     csm_world *w = &r.sim.w;
     csm_particles *P = &w->P;
     memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
@@ -394,7 +366,7 @@ static void test_forces(void **state)
     csm_error err;
     if (r.sim.forces[0]->apply(w, r.sim.force_state[0], 0.01, &err)) fail_msg("%s", err.msg);
     for (int32_t k = 0; k < 3 * P->n; k++) assert_true(P->force[k] == 0.0);
-    stop(&r);
+    run_stop(&r);
 }
 
 /* The sphere collider pushes particles onto its surface and reflects the normal velocity with
@@ -407,7 +379,7 @@ static void test_sphere_collider(void **state)
         "velocity: [-1, 0, 0], pinned: {indices: [3]}}",
         "forces=[]", "colliders=[{type: sphere, radius: 1, restitution: 1, friction: 0, bounce_threshold: 0}]"};
     run r;
-    start(&r, CUBE, sets, 3);
+    run_start(&r, CUBE, sets, 3);
     csm_world *w = &r.sim.w;
     csm_particles *P = &w->P;
     csm_error err;
@@ -418,7 +390,7 @@ static void test_sphere_collider(void **state)
     assert_close(P->v[3], -1.0, 1e-15); /* tangential: kept without friction */
     assert_close(P->x[6 + 2], 2.0, 0.0);  /* outside: untouched */
     assert_close(P->x[9], 0.1, 0.0);      /* pinned */
-    stop(&r);
+    run_stop(&r);
 }
 
 int main(void)

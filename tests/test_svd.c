@@ -1,39 +1,11 @@
 /* The fast 3x3 SVD held to LAPACKE dgesvd on random, near-singular, inverted and rank-deficient
    matrices; polar rotations are proper; the A_rr pseudo-inverse. */
 #include "check.h"
+#include "random3.h"
 
-#include "csm_math.h"
-#include "rng.h"
 #include "svd3.h"
 
 #include <string.h>
-
-static void random_rotation(csm_rng *r, double R[9])
-{
-    /* from a random unit quaternion */
-    double q[4], n = 0;
-    for (int k = 0; k < 4; k++) {
-        q[k] = 2 * csm_rng_uniform(r) - 1;
-        n += q[k] * q[k];
-    }
-    n = sqrt(n);
-    for (int k = 0; k < 4; k++) q[k] /= n;
-    double w = q[0], x = q[1], y = q[2], z = q[3];
-    double M[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                   2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                   2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)};
-    memcpy(R, M, sizeof M);
-}
-
-/* A = Q1 diag(s) Q2^T with chosen singular values. */
-static void make_matrix(csm_rng *r, const double s[3], double A[9])
-{
-    double Q1[9], Q2[9], D[9] = {s[0], 0, 0, 0, s[1], 0, 0, 0, s[2]};
-    random_rotation(r, Q1);
-    random_rotation(r, Q2);
-    csm_m3_mul(Q1, D, A);
-    csm_m3_mul_bt(A, Q2, A);
-}
 
 static void check_decomposition(const double A[9], csm_svd3_fn svd, double s_out[3], double R_out[9])
 {
@@ -97,7 +69,7 @@ static void test_near_singular_and_rank_deficient(void **state)
     for (size_t k = 0; k < sizeof spectra / sizeof spectra[0]; k++)
         for (int t = 0; t < 300; t++) {
             double A[9];
-            make_matrix(&r, spectra[k], A);
+            random_matrix(&r, spectra[k], A);
             compare_backends(A);
         }
 }
@@ -110,7 +82,7 @@ static void test_inverted(void **state)
     for (int t = 0; t < 2000; t++) {
         double s[3] = {1 + csm_rng_uniform(&r), 0.5 + 0.5 * csm_rng_uniform(&r), -(0.01 + 0.4 * csm_rng_uniform(&r))};
         double A[9], sf[3], R[9];
-        make_matrix(&r, s, A);
+        random_matrix(&r, s, A);
         assert_true(csm_m3_det(A) < 0);
         compare_backends(A);
         check_decomposition(A, csm_svd3_fast, sf, R);
