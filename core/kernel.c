@@ -42,11 +42,11 @@ static void quadratic_fit(const csm_world *w, csm_clusters *C, const double *x, 
     }
 }
 
-void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
+void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9])
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
     double M = C->mass[c];
-    double com[3] = {0, 0, 0};
+    com[0] = com[1] = com[2] = 0;
     for (int32_t j = lo; j < hi; j++) {
         const double *xi = &x[3 * C->member[j]];
         double wm = C->wmass[j];
@@ -60,7 +60,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
         com[2] /= M;
     }
     /* A_xr = sum w m (x - xbar) p^T; p_ic already has zero weighted mean (Falkenstein Sec 3.2). */
-    double Axr[9] = {0};
+    for (int a = 0; a < 9; a++) Axr[a] = 0;
     for (int32_t j = lo; j < hi; j++) {
         const double *xi = &x[3 * C->member[j]], *p = &C->p[3 * j];
         double wm = C->wmass[j];
@@ -75,6 +75,12 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
         Axr[7] += d2 * p[1];
         Axr[8] += d2 * p[2];
     }
+}
+
+void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
+{
+    double com[3], Axr[9];
+    csm_cluster_moments(C, x, c, com, Axr);
     double *F = &C->F[9 * c], *R = &C->R[9 * c], *T = &C->T[9 * c];
     const double *Fp = &C->Fp[9 * c];
     csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */

@@ -5,6 +5,9 @@
 
 #include "sim.h"
 
+/* Moments of cluster c at positions x: its centre of mass x-bar = sum w m x / sum w m (Falkenstein
+   Eq 7) and A_xr = sum w m (x - x-bar) p^T; F = A_xr A_rr^-1 (Eq 3). */
+void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9]);
 /* Fit cluster c at positions x: com x-bar (Falkenstein Eq 7), A_xr, F = A_xr A_rr^-1 (Eq 3),
    F^e = F (F^p)^-1 (Eq 9, 15), R from the world's rotation plugin, and the goal transform
    T = R F^p (Eq 16), or its linear / quadratic blend when the world's mode asks for one. */

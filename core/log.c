@@ -24,8 +24,9 @@ typedef struct field_spec {
 
 enum {
     F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
-    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_WIDTH,
+    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
+    F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED,
     F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
     F_NFIELDS
 };
@@ -48,6 +49,8 @@ static const field_spec fields[F_NFIELDS] = {
     [F_COM] = {"/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c"},
     [F_R] = {"/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c"},
     [F_FP] = {"/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c"},
+    [F_ALPHA] = {"/clusters/stress_alpha", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
+                 "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)"},
     [F_WIDTH] = {"/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m",
                  "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)"},
     [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2"},
@@ -60,6 +63,12 @@ static const field_spec fields[F_NFIELDS] = {
     [F_MAX_STRAIN] = {"/diagnostics/max_strain", T_F64, SHAPE_SCALAR, ROWS_ONE, "1",
                       "max over memberships of beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4)"},
     [F_VOLUME] = {"/diagnostics/volume_ratio", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "mean det F^p over clusters"},
+    [F_MAX_COND_FP] = {"/diagnostics/max_cond_Fp", T_F64, SHAPE_SCALAR, ROWS_ONE, "1",
+                       "largest condition number sigma_max / sigma_min of F^p over clusters"},
+    [F_YIELDED] = {"/diagnostics/yielded", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
+                   "clusters whose F^p flowed during the frame (Falkenstein Eq 11-12)"},
+    [F_PLASTIC_SKIPPED] = {"/diagnostics/plastic_skipped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
+                           "plastic updates skipped during the frame on a collapsed or inverted F^e (cluster-steps)"},
     [F_T_DYNAMICS] = {"/timings/dynamics", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "forces, integrator and colliders per frame"},
     [F_T_PLASTICITY] = {"/timings/plasticity", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "plasticity per frame"},
     [F_T_RECLUSTERING] = {"/timings/reclustering", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "reclustering per frame (embedding included)"},
@@ -356,6 +365,7 @@ int csm_log_frame(csm_log *log, const csm_sim *sim, const csm_diag *d, csm_error
     rc |= append_rows(log->ds[F_COM], T_F64, (hsize_t)k, C->com);
     rc |= append_rows(log->ds[F_R], T_F64, (hsize_t)k, C->R);
     rc |= append_rows(log->ds[F_FP], T_F64, (hsize_t)k, C->Fp);
+    rc |= append_rows(log->ds[F_ALPHA], T_F64, (hsize_t)k, C->stress_alpha);
     rc |= append_rows(log->ds[F_WIDTH], T_F64, (hsize_t)k, C->width);
     log->memberships_out += C->m;
     log->clusters_out += k;
@@ -369,6 +379,9 @@ int csm_log_frame(csm_log *log, const csm_sim *sim, const csm_diag *d, csm_error
     rc |= append_rows(log->ds[F_COM_ALL], T_F64, 1, d->center_of_mass);
     rc |= APPEND1(F_MAX_STRAIN, d->max_strain);
     rc |= APPEND1(F_VOLUME, d->volume_ratio);
+    rc |= APPEND1(F_MAX_COND_FP, d->max_cond_Fp);
+    rc |= append_rows(log->ds[F_YIELDED], T_I32, 1, &w->yielded);
+    rc |= append_rows(log->ds[F_PLASTIC_SKIPPED], T_I32, 1, &w->plastic_skipped);
     rc |= APPEND1(F_T_DYNAMICS, t->dynamics);
     rc |= APPEND1(F_T_PLASTICITY, t->plasticity);
     rc |= APPEND1(F_T_RECLUSTERING, t->reclustering);

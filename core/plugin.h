@@ -12,7 +12,7 @@
 #include "svd3.h"
 
 /* Bumped whenever a plugin struct or csm_world changes layout. */
-#define CSM_PLUGIN_ABI 1
+#define CSM_PLUGIN_ABI 2
 
 typedef enum csm_type {
     CSM_REAL,   /* finite double in [min, max] */

@@ -230,9 +230,13 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
     double h = cfg->dt / cfg->substeps;
     csm_timings t = {0};
     double start = csm_now();
-    sim->w.yielded = 0;
+    csm_world *w = &sim->w;
+    w->plastic_skipped = 0;
+    memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
     for (int32_t s = 0; s < cfg->substeps; s++)
         if (csm_sim_step(sim, h, &t, err)) return -1;
+    w->yielded = 0;
+    for (int32_t c = 0; c < w->C.k; c++) w->yielded += w->C.flowed[c] > 0;
     if (check_finite(sim, err)) return -1;
     sim->frame++;
     t.total = csm_now() - start;
@@ -278,7 +282,14 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         }
     }
     double det_sum = 0;
-    for (int32_t c = 0; c < C->k; c++) det_sum += csm_m3_det(&C->Fp[9 * c]);
+    d->max_cond_Fp = C->k ? 1.0 : 0.0;
+    for (int32_t c = 0; c < C->k; c++) {
+        det_sum += csm_m3_det(&C->Fp[9 * c]);
+        double U[9], s[3], V[9];
+        w->svd(&C->Fp[9 * c], U, s, V);
+        double cond = fabs(s[2]) > 0 ? s[0] / fabs(s[2]) : INFINITY;
+        if (cond > d->max_cond_Fp) d->max_cond_Fp = cond;
+    }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
     sim->last.total += csm_now() - start;
 }

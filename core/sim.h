@@ -28,6 +28,7 @@ typedef struct csm_world {
     double gravity[3];           /* sum of gravity forces, for diagnostics */
     double embedding_seconds;    /* reclusterers add their embedding time here */
     int32_t yielded;             /* clusters that flowed plastically in the last frame */
+    int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e in the last frame */
 } csm_world;
 
 typedef struct csm_sim {
@@ -60,6 +61,7 @@ typedef struct csm_diag {
     double kinetic, potential, elastic;
     double momentum[3], angular_momentum[3], center_of_mass[3];
     double max_strain, volume_ratio;
+    double max_cond_Fp; /* largest sigma_max / sigma_min of F^p */
 } csm_diag;
 
 /* Fits every cluster at the current positions (so logged R and com describe the logged

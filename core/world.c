@@ -45,7 +45,7 @@ int csm_clusters_alloc(csm_clusters *c, int32_t k, int32_t m, int32_t n)
         !ALLOC(c->weight, m) || !ALLOC(c->wmass, m) || !ALLOC(c->p, 3 * m) ||
         !ALLOC(c->poff, n + 1) || !ALLOC(c->pmember, m) || !ALLOC(c->mass, k) ||
         !ALLOC(c->A_rr_inv, 9 * k) || !ALLOC(c->rank, k) || !ALLOC(c->width, k) ||
-        !ALLOC(c->Fp, 9 * k) || !ALLOC(c->stress_alpha, k) || !ALLOC(c->state, k) ||
+        !ALLOC(c->Fp, 9 * k) || !ALLOC(c->stress_alpha, k) || !ALLOC(c->flowed, k) || !ALLOC(c->state, k) ||
         !ALLOC(c->fade, k) || !ALLOC(c->com, 3 * k) || !ALLOC(c->F, 9 * k) ||
         !ALLOC(c->R, 9 * k) || !ALLOC(c->T, 9 * k) || !ALLOC(c->sigma, 3 * k)) {
         csm_clusters_free(c);
@@ -58,7 +58,7 @@ void csm_clusters_free(csm_clusters *c)
 {
     void *arrays[] = {c->offset, c->member, c->mcluster, c->weight, c->wmass, c->p,
                       c->poff, c->pmember, c->mass, c->A_rr_inv, c->rank, c->width,
-                      c->Fp, c->stress_alpha, c->state, c->fade, c->com, c->F,
+                      c->Fp, c->stress_alpha, c->flowed, c->state, c->fade, c->com, c->F,
                       c->R, c->T, c->sigma, c->qmean, c->Aqq_inv, c->Q};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     memset(c, 0, sizeof *c);
@@ -119,6 +119,7 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
         csm_m3_identity(&c->F[9 * cl]);
         memcpy(&c->com[3 * cl], rc, sizeof rc);
         c->stress_alpha[cl] = 0;
+        c->flowed[cl] = 0;
         c->state[cl] = CSM_CLUSTER_ACTIVE;
         c->fade[cl] = 0;
     }

@@ -1,4 +1,4 @@
-/* Plasticity models. `none`: F^p stays I. */
+/* Plasticity models. `none`: F^p stays I; `jones2016` is in jones2016.c. */
 #include "plasticity.h"
 
 #include "plugin.h"
@@ -9,4 +9,10 @@ static const csm_plasticity csm_plasticity_none = {
     "none", "no plastic flow: F^p = I for every cluster", no_params, NULL, NULL, NULL, NULL,
 };
 
-void csm_plasticity_register(void) { csm_registry_add(CSM_KIND_PLASTICITY, &csm_plasticity_none); }
+extern const csm_plasticity csm_plasticity_jones2016;
+
+void csm_plasticity_register(void)
+{
+    csm_registry_add(CSM_KIND_PLASTICITY, &csm_plasticity_none);
+    csm_registry_add(CSM_KIND_PLASTICITY, &csm_plasticity_jones2016);
+}

@@ -1,5 +1,31 @@
 /* Plasticity models (plugins). */
 #ifndef CSM_PLASTICITY_H
 #define CSM_PLASTICITY_H
+
+#include "svd3.h"
+
 void csm_plasticity_register(void);
+
+/* Parameters of the Jones 2016 flow rule as Falkenstein 2017 Sec 2.3.1 writes it. */
+typedef struct csm_flow_params {
+    double yield;       /* lambda, Eq 11 */
+    double flow_rate;   /* nu, Eq 13 */
+    double hardening;   /* K, Eq 13 (negative: softening) */
+    double min_stretch; /* smallest singular value of F^e that still flows */
+    int paper_stress;   /* 1: Eq 14 as printed, |F^e - I|; 0: |F^e - R|, rotation-free */
+} csm_flow_params;
+
+typedef enum csm_flow_result {
+    CSM_FLOW_ELASTIC,  /* below the yield threshold (or hardened past it): F^p unchanged */
+    CSM_FLOW_YIELDED,  /* F^p took a step towards F^e's shape */
+    CSM_FLOW_SKIPPED,  /* F^e degenerate (collapsed, inverted or not finite): nothing changed */
+} csm_flow_result;
+
+/* One step of length h of the flow rule for one cluster whose deformation gradient is F
+   (Eq 3): F^e = F (F^p)^-1 (Eq 9), its volume-preserving part F* (Eq 10), the yield test
+   (Eq 11), the flow fraction (Eq 13, clamped to [0, 1]), F^p <- (F*)^gamma V^T F^p (Eq 12) and
+   the cumulative stress alpha (Eq 14). Updates Fp and alpha in place. */
+csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h,
+                                 double Fp[9], double *alpha);
+
 #endif

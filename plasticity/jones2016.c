@@ -1,0 +1,131 @@
+/* The plasticity model of Jones et al. 2016 in the form Falkenstein et al. 2017 give it
+   (Sec 2.3.1, Eq 9-16), with the corrections DESIGN.md lists:
+
+   - Eq 12 prints F^p <- (F*)^gamma V F^p. With F^e = U Sigma V^T the step that moves the rest
+     shape towards the current one is (F*)^gamma V^T F^p: then F (F^p_new)^-1 = U Sigma (F*)^-gamma,
+     which for gamma = 1 is a rotation times a uniform scale, the elastic part left after all
+     volume-preserving deformation flowed. With V instead of V^T that only holds when V is
+     symmetric.
+   - Eq 13's fraction goes negative once lambda + K alpha exceeds nu |F* - I|; it is clamped to
+     [0, 1] (a negative fraction would flow backwards).
+   - Eq 14 integrates |F^e - I|, which grows for a cluster that is merely rotated (a body at rest
+     turned by 90 degrees accumulates 2 per second and hardens). The default measures
+     |F^e - R| = |Sigma - I|, the stretch alone; `stress_measure: paper` keeps the printed form.
+
+   The rotation from F^e (Eq 15) and the goals R F^p p + x-bar (Eq 16) are in the shared kernel,
+   so every integrator and both rotation plugins see F^p. */
+#include "plasticity.h"
+
+#include "csm_math.h"
+#include "plugin.h"
+#include "sim.h"
+#include "kernel.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h,
+                                 double Fp[9], double *alpha)
+{
+    double Fp_inv[9], Fe[9], U[9], s[3], V[9];
+    if (csm_m3_inverse(Fp, Fp_inv) == 0.0) return CSM_FLOW_SKIPPED;
+    csm_m3_mul(F, Fp_inv, Fe); /* Eq 9 */
+    svd(Fe, U, s, V);          /* Eq 5: signed, so U and V are rotations and s[2] < 0 when inverted */
+    if (!isfinite(s[0] + s[1] + s[2]) || s[2] < p->min_stretch) return CSM_FLOW_SKIPPED;
+
+    /* Eq 14, explicit Euler with the state before this step's flow */
+    double measure;
+    if (p->paper_stress) {
+        double D[9];
+        memcpy(D, Fe, sizeof D);
+        D[0] -= 1.0;
+        D[4] -= 1.0;
+        D[8] -= 1.0;
+        measure = csm_m3_frobenius(D);
+    } else {
+        measure = sqrt((s[0] - 1) * (s[0] - 1) + (s[1] - 1) * (s[1] - 1) + (s[2] - 1) * (s[2] - 1));
+    }
+    double alpha_old = *alpha;
+    *alpha += h * measure;
+
+    double d = cbrt(s[0] * s[1] * s[2]), star[3]; /* Eq 10 */
+    for (int a = 0; a < 3; a++) star[a] = s[a] / d;
+    double dev = sqrt((star[0] - 1) * (star[0] - 1) + (star[1] - 1) * (star[1] - 1) + (star[2] - 1) * (star[2] - 1));
+    /* Eq 11; F* = I to round-off has no shape to flow to (its V would be an arbitrary rotation) */
+    if (!(dev > p->yield) || dev < 64 * DBL_EPSILON) return CSM_FLOW_ELASTIC;
+    double gamma = (p->flow_rate * dev - p->yield - p->hardening * alpha_old) / dev; /* Eq 13 */
+    if (!(gamma > 0.0)) return CSM_FLOW_ELASTIC;
+    if (gamma > 1.0) gamma = 1.0;
+
+    /* Eq 12 (V^T, see above): row a of V^T F^p scaled by (F*_a)^gamma */
+    double Vt_Fp[9], next[9];
+    csm_m3_mul_at(V, Fp, Vt_Fp);
+    for (int a = 0; a < 3; a++) {
+        double scale = pow(star[a], gamma);
+        for (int b = 0; b < 3; b++) next[3 * a + b] = scale * Vt_Fp[3 * a + b];
+    }
+    /* det F^p is 1 in exact arithmetic (det F* = 1, det V = 1); dividing out the round-off keeps
+       it there over millions of steps */
+    double det = csm_m3_det(next);
+    if (!(det > 0.0) || !isfinite(det)) return CSM_FLOW_SKIPPED;
+    double norm = 1.0 / cbrt(det);
+    for (int a = 0; a < 9; a++) Fp[a] = next[a] * norm;
+    return CSM_FLOW_YIELDED;
+}
+
+static const csm_param_spec jones2016_params[] = {
+    {"yield", CSM_REAL, 0.1, 0, 1e6, "lambda: |F* - I|_F below which deformation stays elastic (Eq 11)", NULL, {0}, NULL, 0},
+    {"flow_rate", CSM_REAL, 1.0, 0, 1e6, "nu: fraction of the deformation beyond yield that flows per step (Eq 13)", NULL,
+     {0}, NULL, 0},
+    {"hardening", CSM_REAL, 0.0, -1e6, 1e6, "K: work hardening (negative: softening) per unit of cumulative stress (Eq 13)",
+     NULL, {0}, NULL, 0},
+    {"min_stretch", CSM_REAL, 1e-3, 1e-12, 1, "smallest singular value of F^e that still flows; below it (collapsed or "
+     "inverted cluster) the step is skipped and counted in /diagnostics/plastic_skipped", NULL, {0}, NULL, 0},
+    {"stress_measure", CSM_ENUM, 0, 0, 1, "cumulative stress rate (Eq 14): stretch |F^e - R|_F (rotation-free) or paper "
+     "|F^e - I|_F as printed", "stretch|paper", {0}, NULL, 0},
+    CSM_PARAM_END,
+};
+
+static int jones2016_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    (void)w;
+    csm_flow_params *p = calloc(1, sizeof *p);
+    if (!p) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    p->yield = csm_cfg_num(cfg, "yield");
+    p->flow_rate = csm_cfg_num(cfg, "flow_rate");
+    p->hardening = csm_cfg_num(cfg, "hardening");
+    p->min_stretch = csm_cfg_num(cfg, "min_stretch");
+    p->paper_stress = (int)csm_cfg_num(cfg, "stress_measure") == 1;
+    *state = p;
+    return 0;
+}
+
+/* After the step's dynamics: every cluster with a volume (rank 3) flows independently. A planar
+   or collinear cluster has no F^e in the missing directions and never flows. */
+static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
+{
+    (void)err;
+    const csm_flow_params *p = state;
+    csm_clusters *C = &w->C;
+    const double *x = w->P.x;
+    int32_t k = C->k, skipped = 0;
+#pragma omp parallel for schedule(static) reduction(+ : skipped)
+    for (int32_t c = 0; c < k; c++) {
+        if (C->rank[c] < 3) continue;
+        double com[3], Axr[9], F[9];
+        csm_cluster_moments(C, x, c, com, Axr);
+        csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Eq 3 */
+        csm_flow_result r = csm_plastic_flow(p, w->svd, F, h, &C->Fp[9 * c], &C->stress_alpha[c]);
+        if (r == CSM_FLOW_YIELDED) C->flowed[c]++;
+        if (r == CSM_FLOW_SKIPPED) skipped++;
+    }
+    w->plastic_skipped += skipped;
+    return 0;
+}
+
+const csm_plasticity csm_plasticity_jones2016 = {
+    "jones2016", "Jones 2016 / Falkenstein 2017 Eq 9-14: F^p flows towards F^e's volume-preserving shape",
+    jones2016_params, jones2016_create, jones2016_apply, free, NULL,
+};
