@@ -12,6 +12,14 @@
      turned by 90 degrees accumulates 2 per second and hardens). The default measures
      |F^e - R| = |Sigma - I|, the stretch alone; `stress_measure: paper` keeps the printed form.
 
+   Flow by Eq 12 has no resistance in shape, and in this discrete setting it is not dissipative:
+   where a collider flattens a cluster, F^p adopts the flat shape and the volume the goals restore
+   (the goals are (x - x-bar) / cbrt(det F^e) after a full flow) comes back as an outward push
+   proportional to the cluster's width. Dropped on the ground, a bunny with lambda = 0.1 gains
+   energy without bound (experiments/README.md, plasticity). `cond_limit` bounds the
+   anisotropy F^p may reach, the way Falkenstein's reclustering bounds it by replacing clusters;
+   by default there is no limit, as in the paper.
+
    The rotation from F^e (Eq 15) and the goals R F^p p + x-bar (Eq 16) are in the shared kernel,
    so every integrator and both rotation plugins see F^p. */
 #include "plasticity.h"
@@ -71,7 +79,14 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
     double det = csm_m3_det(next);
     if (!(det > 0.0) || !isfinite(det)) return CSM_FLOW_SKIPPED;
     double norm = 1.0 / cbrt(det);
-    for (int a = 0; a < 9; a++) Fp[a] = next[a] * norm;
+    for (int a = 0; a < 9; a++) next[a] *= norm;
+    if (p->cond_limit > 0) { /* a step that would raise cond(F^p) beyond the limit is not taken */
+        double Un[9], sn[3], Vn[9], Uo[9], so[3], Vo[9];
+        svd(next, Un, sn, Vn);
+        svd(Fp, Uo, so, Vo);
+        if (sn[0] > p->cond_limit * sn[2] && sn[0] * so[2] > so[0] * sn[2]) return CSM_FLOW_ELASTIC;
+    }
+    memcpy(Fp, next, sizeof next);
     return CSM_FLOW_YIELDED;
 }
 
@@ -83,6 +98,8 @@ static const csm_param_spec jones2016_params[] = {
      NULL, {0}, NULL, 0},
     {"min_stretch", CSM_REAL, 1e-3, 1e-12, 1, "smallest singular value of F^e that still flows; below it (collapsed or "
      "inverted cluster) the step is skipped and counted in /diagnostics/plastic_skipped", NULL, {0}, NULL, 0},
+    {"cond_limit", CSM_REAL, 0, 0, 1e12, "largest condition number F^p may flow to (0: no limit); flow that would raise "
+     "cond(F^p) above it is not taken", NULL, {0}, NULL, 0},
     {"stress_measure", CSM_ENUM, 0, 0, 1, "cumulative stress rate (Eq 14): stretch |F^e - R|_F (rotation-free) or paper "
      "|F^e - I|_F as printed", "stretch|paper", {0}, NULL, 0},
     CSM_PARAM_END,
@@ -97,6 +114,7 @@ static int jones2016_create(const csm_plugin_cfg *cfg, const csm_world *w, void 
     p->flow_rate = csm_cfg_num(cfg, "flow_rate");
     p->hardening = csm_cfg_num(cfg, "hardening");
     p->min_stretch = csm_cfg_num(cfg, "min_stretch");
+    p->cond_limit = csm_cfg_num(cfg, "cond_limit");
     p->paper_stress = (int)csm_cfg_num(cfg, "stress_measure") == 1;
     *state = p;
     return 0;

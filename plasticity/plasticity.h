@@ -12,6 +12,7 @@ typedef struct csm_flow_params {
     double flow_rate;   /* nu, Eq 13 */
     double hardening;   /* K, Eq 13 (negative: softening) */
     double min_stretch; /* smallest singular value of F^e that still flows */
+    double cond_limit;  /* 0, or the largest cond(F^p) a step may flow to */
     int paper_stress;   /* 1: Eq 14 as printed, |F^e - I|; 0: |F^e - R|, rotation-free */
 } csm_flow_params;
 

@@ -35,7 +35,7 @@ static double deviation(const double F[9], const double Fp[9])
     return sqrt(e);
 }
 
-static const csm_flow_params perfect = {0.0, 1.0, 0.0, 1e-3, 0}; /* lambda 0, nu 1: all flows */
+static const csm_flow_params perfect = {.yield = 0.0, .flow_rate = 1.0, .min_stretch = 1e-3}; /* lambda 0, nu 1: all flows */
 
 /* det F^p = 1 under any flow: det F* = 1 and V is a rotation (Eq 10, 12). */
 static void test_flow_keeps_volume(void **state)
@@ -50,13 +50,39 @@ static void test_flow_keeps_volume(void **state)
         double s[3] = {0.4 + 1.6 * csm_rng_uniform(&g), 0.4 + 1.6 * csm_rng_uniform(&g), 0.4 + 1.6 * csm_rng_uniform(&g)};
         double F[9];
         random_matrix(&g, s, F);
-        csm_flow_params p = {0.3 * csm_rng_uniform(&g), csm_rng_uniform(&g), 0.01 * csm_rng_uniform(&g), 1e-3, step & 1};
+        csm_flow_params p = {.yield = 0.3 * csm_rng_uniform(&g), .flow_rate = csm_rng_uniform(&g),
+                             .hardening = 0.01 * csm_rng_uniform(&g), .min_stretch = 1e-3, .paper_stress = step & 1};
         yielded += csm_plastic_flow(&p, csm_svd3_fast, F, STEP, Fp, &alpha) == CSM_FLOW_YIELDED;
         worst = fmax(worst, fabs(csm_m3_det(Fp) - 1.0));
     }
     print_message("%d of 3000 steps flowed\n", yielded);
     assert_true(yielded > 1000);
     assert_true(worst < 1e-13);
+}
+
+/* cond_limit: no flow takes cond(F^p) beyond the limit, while flow within it goes on. */
+static void test_condition_limit_holds(void **state)
+{
+    (void)state;
+    csm_rng g;
+    csm_rng_seed(&g, 13, 6);
+    csm_flow_params p = {.yield = 0.05, .flow_rate = 1.0, .min_stretch = 1e-3, .cond_limit = 2.5};
+    double Fp[9], alpha = 0, worst = 1;
+    csm_m3_identity(Fp);
+    int yielded = 0, held = 0;
+    for (int step = 0; step < 2000; step++) {
+        double s[3] = {0.6 + 0.8 * csm_rng_uniform(&g), 0.6 + 0.8 * csm_rng_uniform(&g), 1.0}, F[9], U[9], sv[3], V[9];
+        random_matrix(&g, s, F);
+        csm_m3_mul(F, Fp, F); /* an elastic deformation on top of the plastic state */
+        csm_flow_result r = csm_plastic_flow(&p, csm_svd3_fast, F, STEP, Fp, &alpha);
+        yielded += r == CSM_FLOW_YIELDED;
+        held += r == CSM_FLOW_ELASTIC && deviation(F, Fp) > p.yield;
+        csm_svd3_lapacke(Fp, U, sv, V);
+        worst = fmax(worst, sv[0] / sv[2]);
+    }
+    print_message("cond limit 2.5: %d steps flowed, %d held at the limit, largest cond %.6f\n", yielded, held, worst);
+    assert_true(yielded > 100 && held > 100);
+    assert_true(worst <= 2.5 + 1e-12 && worst > 2.0);
 }
 
 /* Eq 11: below the threshold F^p does not change (bit for bit); a change of volume alone is
@@ -66,7 +92,7 @@ static void test_below_yield_nothing_flows(void **state)
     (void)state;
     csm_rng g;
     csm_rng_seed(&g, 3, 2);
-    csm_flow_params p = {0.2, 1.0, 0.0, 1e-3, 0};
+    csm_flow_params p = {.yield = 0.2, .flow_rate = 1.0, .min_stretch = 1e-3};
     double Fp0[9];
     random_matrix(&g, (double[3]){1.3, 1.0, 1 / 1.3}, Fp0); /* an earlier plastic state */
     for (int k = 0; k < 200; k++) {
@@ -113,7 +139,7 @@ static void test_zero_yield_adopts_deformation(void **state)
     csm_m3_mul_bt(Fe, Fe, FeFeT);
     for (int a = 0; a < 9; a++) assert_close(FeFeT[a], a % 4 == 0 ? d * d : 0.0, 1e-12);
 
-    csm_flow_params slow = {0.0, 0.4, 0.0, 1e-3, 0};
+    csm_flow_params slow = {.yield = 0.0, .flow_rate = 0.4, .min_stretch = 1e-3};
     csm_m3_identity(Fp);
     double last = deviation(F, Fp);
     for (int k = 0; k < 60; k++) {
@@ -131,7 +157,7 @@ static void test_hardening_slows_and_stops_flow(void **state)
 {
     (void)state;
     double F[9] = {1.5, 0.3, 0, 0, 1 / 1.5, 0, 0, 0.1, 1};
-    csm_flow_params soft = {0.0, 0.05, 0.0, 1e-3, 0}, hard = soft;
+    csm_flow_params soft = {.yield = 0.0, .flow_rate = 0.05, .min_stretch = 1e-3}, hard = soft;
     hard.hardening = 0.2;
     double A[9], B[9], alpha_a = 0, alpha_b = 0;
     csm_m3_identity(A);
@@ -380,6 +406,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flow_keeps_volume),
+        cmocka_unit_test(test_condition_limit_holds),
         cmocka_unit_test(test_below_yield_nothing_flows),
         cmocka_unit_test(test_zero_yield_adopts_deformation),
         cmocka_unit_test(test_hardening_slows_and_stops_flow),
