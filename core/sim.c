@@ -231,8 +231,6 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
     csm_timings t = {0};
     double start = csm_now();
     csm_world *w = &sim->w;
-    w->plastic_skipped = 0;
-    memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
     for (int32_t s = 0; s < cfg->substeps; s++)
         if (csm_sim_step(sim, h, &t, err)) return -1;
     w->yielded = 0;
@@ -242,6 +240,14 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
     t.total = csm_now() - start;
     sim->last = t;
     return 0;
+}
+
+void csm_sim_logged(csm_sim *sim)
+{
+    csm_world *w = &sim->w;
+    w->plastic_skipped = 0;
+    w->yielded = 0;
+    memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }
 
 void csm_diagnostics(csm_sim *sim, csm_diag *d)

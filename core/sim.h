@@ -27,8 +27,8 @@ typedef struct csm_world {
     int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
     double gravity[3];           /* sum of gravity forces, for diagnostics */
     double embedding_seconds;    /* reclusterers add their embedding time here */
-    int32_t yielded;             /* clusters that flowed plastically in the last frame */
-    int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e in the last frame */
+    int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
+    int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
 } csm_world;
 
 typedef struct csm_sim {
@@ -52,6 +52,10 @@ void csm_sim_destroy(csm_sim *sim);
 int csm_sim_frame(csm_sim *sim, csm_error *err);
 /* One step of length h through every stage (what a frame repeats). */
 int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err);
+
+/* The frame just logged: counters that cover the frames between two logged ones (clusters that
+   yielded, plastic updates skipped) start again. */
+void csm_sim_logged(csm_sim *sim);
 
 /* Monotonic seconds. */
 double csm_now(void);

@@ -98,6 +98,38 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The plastic state over the run: largest cond(F^p), range of mean det F^p, most clusters that
+   yielded in a frame, skipped updates. Silent for logs without plastic flow. */
+static void print_plasticity(hid_t f)
+{
+    double *cond = NULL, *volume = NULL;
+    int32_t *yielded = NULL, *skipped = NULL;
+    int64_t T = read_1d(f, "/diagnostics/max_cond_Fp", H5T_NATIVE_DOUBLE, (void **)&cond);
+    int64_t Tv = read_1d(f, "/diagnostics/volume_ratio", H5T_NATIVE_DOUBLE, (void **)&volume);
+    int64_t Ty = read_1d(f, "/diagnostics/yielded", H5T_NATIVE_INT32, (void **)&yielded);
+    int64_t Ts = read_1d(f, "/diagnostics/plastic_skipped", H5T_NATIVE_INT32, (void **)&skipped);
+    if (T > 0 && Tv == T && Ty == T && Ts == T) {
+        double cmax = 0, vmin = volume[0], vmax = volume[0];
+        int32_t ymax = 0;
+        int64_t skip = 0;
+        for (int64_t t = 0; t < T; t++) {
+            cmax = cond[t] > cmax ? cond[t] : cmax;
+            vmin = volume[t] < vmin ? volume[t] : vmin;
+            vmax = volume[t] > vmax ? volume[t] : vmax;
+            ymax = yielded[t] > ymax ? yielded[t] : ymax;
+            skip += skipped[t];
+        }
+        if (ymax > 0 || cmax > 1)
+            printf("  %-14s max cond(F^p) %.4g; mean det F^p %.12f .. %.12f; up to %d clusters yielded per frame; "
+                   "%lld updates skipped (degenerate F^e)\n",
+                   "plastic", cmax, vmin, vmax, ymax, (long long)skip);
+    }
+    free(cond);
+    free(volume);
+    free(yielded);
+    free(skipped);
+}
+
 int csm_cmd_info(int argc, char **argv)
 {
     if (argc != 2) {
@@ -175,6 +207,7 @@ int csm_cmd_info(int argc, char **argv)
         }
         free(width);
     }
+    print_plasticity(f);
     int64_t Tt = read_1d(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
     if (Tt > 1) {
         /* frame 0 is the initial state: no step was timed */

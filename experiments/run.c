@@ -186,6 +186,7 @@ int csm_cmd_run(int argc, char **argv)
         status = 1;
         snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
     }
+    csm_sim_logged(&sim);
     while (!status && sim.frame < cfg.frames) {
         if (stop_requested) {
             status = 130;
@@ -206,6 +207,7 @@ int csm_cmd_run(int argc, char **argv)
                 snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
                 break;
             }
+            csm_sim_logged(&sim);
         }
         total_time += sim.last.total;
         if (tty && (csm_now() - last_print > 0.2 || sim.frame == cfg.frames)) {

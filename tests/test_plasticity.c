@@ -341,6 +341,7 @@ static double final_length(const char *const integrator[3], const char *yield, i
     for (int f = 0; f < R.cfg.frames; f++) {
         run_frame(&R);
         *yielded += w->yielded;
+        csm_sim_logged(&R.sim); /* per-frame counts, as a log of every frame has them */
         for (int32_t c = 0; c < w->C.k; c++) *worst_det = fmax(*worst_det, fabs(csm_m3_det(&w->C.Fp[9 * c]) - 1));
     }
     double lo = INFINITY, hi = -INFINITY;
