@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
 RUN_PKGS="hdf5-tools"
-TEST_PKGS="libcmocka-dev python3 python3-h5py python3-numpy paraview python3-paraview xvfb xauth"
+TEST_PKGS="libcmocka-dev python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
 
 install_missing() {
     local missing=()

@@ -16,7 +16,7 @@
    where a collider flattens a cluster, F^p adopts the flat shape and the volume the goals restore
    (the goals are (x - x-bar) / cbrt(det F^e) after a full flow) comes back as an outward push
    proportional to the cluster's width. Dropped on the ground, a bunny with lambda = 0.1 gains
-   energy without bound (experiments/README.md, plasticity). `cond_limit` bounds the
+   energy without bound (README, Experiments). `cond_limit` bounds the
    anisotropy F^p may reach, the way Falkenstein's reclustering bounds it by replacing clusters;
    by default there is no limit, as in the paper.
 
