@@ -1,5 +1,5 @@
 /* The plasticity model of Jones et al. 2016 in the form Falkenstein et al. 2017 give it
-   (Sec 2.3.1, Eq 9-16), with the corrections DESIGN.md lists:
+   (Sec 2.3.1, Eq 9-16), with three corrections (the second is in DESIGN.md's errata):
 
    - Eq 12 prints F^p <- (F*)^gamma V F^p. With F^e = U Sigma V^T the step that moves the rest
      shape towards the current one is (F*)^gamma V^T F^p: then F (F^p_new)^-1 = U Sigma (F*)^-gamma,
@@ -16,18 +16,17 @@
    where a collider flattens a cluster, F^p adopts the flat shape and the volume the goals restore
    (the goals are (x - x-bar) / cbrt(det F^e) after a full flow) comes back as an outward push
    proportional to the cluster's width. Dropped on the ground, a bunny with lambda = 0.1 gains
-   energy without bound (README, Experiments). `cond_limit` bounds the
-   anisotropy F^p may reach, the way Falkenstein's reclustering bounds it by replacing clusters;
-   by default there is no limit, as in the paper.
+   energy without bound (README, Experiments). `cond_limit` bounds the anisotropy F^p may reach,
+   the way Falkenstein's reclustering bounds it by replacing clusters; by default there is no
+   limit, as in the paper.
 
    The rotation from F^e (Eq 15) and the goals R F^p p + x-bar (Eq 16) are in the shared kernel,
    so every integrator and both rotation plugins see F^p. */
 #include "plasticity.h"
 
 #include "csm_math.h"
-#include "plugin.h"
-#include "sim.h"
 #include "kernel.h"
+#include "plugin.h"
 
 #include <float.h>
 #include <math.h>
