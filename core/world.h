@@ -39,7 +39,7 @@ typedef struct csm_clusters {
     double *width;        /* [k] max |p_ic| (Bargteil-Jones Eq 5) */
     double *Fp;           /* [9k] plastic deformation, I when none */
     double *stress_alpha; /* [k] cumulative plastic stress (Falkenstein Eq 14) */
-    int32_t *flowed;      /* [k] steps of the current frame in which the cluster flowed plastically */
+    int32_t *flowed;      /* [k] steps since the last logged frame in which the cluster flowed plastically */
     int32_t *state;       /* [k] enum csm_cluster_state */
     int32_t *fade;        /* [k] fade counter */
     /* last fit */
