@@ -36,42 +36,122 @@ void csm_particles_free(csm_particles *p)
     memset(p, 0, sizeof *p);
 }
 
+/* The per-cluster and per-membership arrays with the size of one element, so that growing and
+   compacting walk one table. */
+typedef struct array_ref {
+    void **ptr;
+    size_t size;
+} array_ref;
+
+static int cluster_arrays(csm_clusters *c, array_ref *a)
+{
+    int k = 0;
+#define REF(field, count) a[k++] = (array_ref){(void **)&c->field, (count) * sizeof *c->field}
+    REF(mass, 1);
+    REF(A_rr_inv, 9);
+    REF(rank, 1);
+    REF(width, 1);
+    REF(Fp, 9);
+    REF(stress_alpha, 1);
+    REF(flowed, 1);
+    REF(state, 1);
+    REF(fade, 1);
+    REF(id, 1);
+    REF(com, 3);
+    REF(F, 9);
+    REF(R, 9);
+    REF(T, 9);
+    REF(sigma, 3);
+    REF(qmean, 6);
+    REF(Aqq_inv, 81);
+    REF(Q, 18);
+    return k;
+}
+
+static int membership_arrays(csm_clusters *c, array_ref *a)
+{
+    int k = 0;
+    REF(member, 1);
+    REF(mcluster, 1);
+    REF(weight, 1);
+    REF(wbase, 1);
+    REF(wmass, 1);
+    REF(p, 3);
+    REF(pmember, 1);
+#undef REF
+    return k;
+}
+
+/* Grow one array from `have` to `want` elements, zero-filling the new part. An array that is
+   NULL stays NULL when `optional` (the quadratic data of a non-quadratic run). */
+static int grow_array(void **ptr, size_t size, size_t have, size_t want, int optional)
+{
+    if (!*ptr && optional) return 0;
+    void *q = realloc(*ptr, (want ? want : 1) * size);
+    if (!q) return -1;
+    if (!*ptr) have = 0;
+    memset((char *)q + have * size, 0, (want - have) * size);
+    *ptr = q;
+    return 0;
+}
+
+int csm_clusters_reserve(csm_clusters *c, int32_t k, int32_t m, int32_t n)
+{
+    array_ref a[32];
+    if (k > c->cap_k) {
+        int32_t cap = k > c->cap_k + c->cap_k / 2 ? k : c->cap_k + c->cap_k / 2;
+        int na = cluster_arrays(c, a);
+        for (int i = 0; i < na; i++) {
+            int optional = a[i].ptr == (void **)&c->qmean || a[i].ptr == (void **)&c->Aqq_inv ||
+                           a[i].ptr == (void **)&c->Q;
+            if (grow_array(a[i].ptr, a[i].size, (size_t)c->cap_k, (size_t)cap, optional)) return -1;
+        }
+        if (grow_array((void **)&c->offset, sizeof *c->offset, (size_t)c->cap_k + 1, (size_t)cap + 1, 0)) return -1;
+        c->cap_k = cap;
+    }
+    if (m > c->cap_m) {
+        int32_t cap = m > c->cap_m + c->cap_m / 2 ? m : c->cap_m + c->cap_m / 2;
+        int na = membership_arrays(c, a);
+        for (int i = 0; i < na; i++)
+            if (grow_array(a[i].ptr, a[i].size, (size_t)c->cap_m, (size_t)cap, 0)) return -1;
+        c->cap_m = cap;
+    }
+    if (n + 1 > c->n + 1 || !c->poff) {
+        if (grow_array((void **)&c->poff, sizeof *c->poff, (size_t)c->n + 1, (size_t)n + 1, 0)) return -1;
+        c->n = n;
+    }
+    return 0;
+}
+
 int csm_clusters_alloc(csm_clusters *c, int32_t k, int32_t m, int32_t n)
 {
     memset(c, 0, sizeof *c);
-    c->k = k;
-    c->m = m;
-    if (!ALLOC(c->offset, k + 1) || !ALLOC(c->member, m) || !ALLOC(c->mcluster, m) ||
-        !ALLOC(c->weight, m) || !ALLOC(c->wmass, m) || !ALLOC(c->p, 3 * m) ||
-        !ALLOC(c->poff, n + 1) || !ALLOC(c->pmember, m) || !ALLOC(c->mass, k) ||
-        !ALLOC(c->A_rr_inv, 9 * k) || !ALLOC(c->rank, k) || !ALLOC(c->width, k) ||
-        !ALLOC(c->Fp, 9 * k) || !ALLOC(c->stress_alpha, k) || !ALLOC(c->flowed, k) || !ALLOC(c->state, k) ||
-        !ALLOC(c->fade, k) || !ALLOC(c->com, 3 * k) || !ALLOC(c->F, 9 * k) ||
-        !ALLOC(c->R, 9 * k) || !ALLOC(c->T, 9 * k) || !ALLOC(c->sigma, 3 * k)) {
+    if (csm_clusters_reserve(c, k, m, n)) {
         csm_clusters_free(c);
         return -1;
     }
+    c->k = k;
+    c->m = m;
     return 0;
 }
 
 void csm_clusters_free(csm_clusters *c)
 {
-    void *arrays[] = {c->offset, c->member, c->mcluster, c->weight, c->wmass, c->p,
-                      c->poff, c->pmember, c->mass, c->A_rr_inv, c->rank, c->width,
-                      c->Fp, c->stress_alpha, c->flowed, c->state, c->fade, c->com, c->F,
-                      c->R, c->T, c->sigma, c->qmean, c->Aqq_inv, c->Q};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+    array_ref a[32];
+    int na = cluster_arrays(c, a);
+    for (int i = 0; i < na; i++) free(*a[i].ptr);
+    na = membership_arrays(c, a);
+    for (int i = 0; i < na; i++) free(*a[i].ptr);
+    free(c->offset);
+    free(c->poff);
     memset(c, 0, sizeof *c);
 }
 
-/* Relative threshold below which a singular value of A_rr counts as zero. */
-#define ARR_REL_TOL 1e-10
-
-int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
+int csm_clusters_relink(csm_clusters *c)
 {
-    int32_t n = p->n;
-    /* Reverse CSR by counting sort; memberships of a particle keep cluster order, so every
-       gather sums in a fixed order (bitwise reproducible for any thread count). */
+    int32_t n = c->n;
+    /* Counting sort; memberships of a particle keep cluster order, so every gather sums in a
+       fixed order (bitwise reproducible for any thread count). */
     memset(c->poff, 0, (size_t)(n + 1) * sizeof *c->poff);
     for (int32_t cl = 0; cl < c->k; cl++)
         for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
@@ -79,51 +159,125 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
             c->poff[c->member[j] + 1]++;
         }
     for (int32_t i = 0; i < n; i++) c->poff[i + 1] += c->poff[i];
-    int32_t *fill = calloc((size_t)n + 1, sizeof *fill);
-    if (!fill) return -1;
+    /* the particle's next free slot: poff[i] moves on while filling, then shifts back */
     for (int32_t j = 0; j < c->m; j++) {
         int32_t i = c->member[j];
-        c->pmember[c->poff[i] + fill[i]++] = j;
+        c->pmember[c->poff[i]++] = j;
     }
-    free(fill);
+    for (int32_t i = n; i > 0; i--) c->poff[i] = c->poff[i - 1];
+    c->poff[0] = 0;
+    return 0;
+}
 
+/* Relative threshold below which a singular value of A_rr counts as zero. */
+#define ARR_REL_TOL 1e-10
+
+static void quadratic_rest(csm_clusters *c, int32_t cl);
+
+void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, double shift[3])
+{
+    double M = 0, rc[3] = {0, 0, 0};
+    for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
+        c->wmass[j] = c->weight[j] * p->mass[c->member[j]];
+        M += c->wmass[j];
+        for (int d = 0; d < 3; d++) rc[d] += c->wmass[j] * c->p[3 * j + d];
+    }
+    c->mass[cl] = M;
+    for (int d = 0; d < 3; d++) rc[d] = M > 0 ? rc[d] / M : 0.0;
+    double Arr[9] = {0}, width = 0;
+    for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
+        double *pj = &c->p[3 * j];
+        for (int d = 0; d < 3; d++) pj[d] -= rc[d];
+        for (int r = 0; r < 3; r++)
+            for (int s = 0; s < 3; s++) Arr[3 * r + s] += c->wmass[j] * pj[r] * pj[s];
+        double len = csm_v3_norm(pj);
+        if (len > width && c->wmass[j] > 0) width = len;
+    }
+    c->width[cl] = width;
+    /* DESIGN.md errata: planar, collinear or single-particle clusters have a singular A_rr;
+       a pseudo-inverse keeps F finite in the directions the rest shape spans. */
+    c->rank[cl] = csm_pinv_sym3(Arr, ARR_REL_TOL, &c->A_rr_inv[9 * cl]);
+    if (c->qmean) quadratic_rest(c, cl);
+    if (shift) memcpy(shift, rc, sizeof rc);
+}
+
+/* A fresh cluster's state: no plastic flow, active, unit transforms. */
+static void fresh_state(csm_clusters *c, int32_t cl)
+{
+    csm_m3_identity(&c->Fp[9 * cl]);
+    csm_m3_identity(&c->R[9 * cl]);
+    csm_m3_identity(&c->T[9 * cl]);
+    csm_m3_identity(&c->F[9 * cl]);
+    c->com[3 * cl] = c->com[3 * cl + 1] = c->com[3 * cl + 2] = 0;
+    c->sigma[3 * cl] = c->sigma[3 * cl + 1] = c->sigma[3 * cl + 2] = 1;
+    c->stress_alpha[cl] = 0;
+    c->flowed[cl] = 0;
+    c->state[cl] = CSM_CLUSTER_ACTIVE;
+    c->fade[cl] = 0;
+    c->id[cl] = c->next_id++;
+    if (c->Q) memset(&c->Q[18 * cl], 0, 18 * sizeof *c->Q);
+}
+
+int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
+{
+    if (csm_clusters_reserve(c, c->k, c->m, p->n) || csm_clusters_relink(c)) return -1;
     int degenerate = 0;
     for (int32_t cl = 0; cl < c->k; cl++) {
-        double M = 0, rc[3] = {0, 0, 0};
+        /* p_ic start as rest positions; csm_cluster_rest moves them about the weighted centre */
         for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
-            int32_t i = c->member[j];
-            c->wmass[j] = c->weight[j] * p->mass[i];
-            M += c->wmass[j];
-            for (int d = 0; d < 3; d++) rc[d] += c->wmass[j] * p->rest[3 * i + d];
+            c->wbase[j] = c->weight[j];
+            memcpy(&c->p[3 * j], &p->rest[3 * c->member[j]], 3 * sizeof(double));
         }
-        c->mass[cl] = M;
-        for (int d = 0; d < 3; d++) rc[d] = M > 0 ? rc[d] / M : 0.0;
-        double Arr[9] = {0}, width = 0;
-        for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
-            int32_t i = c->member[j];
-            double *pj = &c->p[3 * j];
-            for (int d = 0; d < 3; d++) pj[d] = p->rest[3 * i + d] - rc[d];
-            for (int r = 0; r < 3; r++)
-                for (int s = 0; s < 3; s++) Arr[3 * r + s] += c->wmass[j] * pj[r] * pj[s];
-            double len = csm_v3_norm(pj);
-            if (len > width) width = len;
-        }
-        c->width[cl] = width;
-        /* DESIGN.md errata: planar, collinear or single-particle clusters have a singular A_rr;
-           a pseudo-inverse keeps F finite in the directions the rest shape spans. */
-        c->rank[cl] = csm_pinv_sym3(Arr, ARR_REL_TOL, &c->A_rr_inv[9 * cl]);
+        double rc[3];
+        csm_cluster_rest(c, p, cl, rc);
         if (c->rank[cl] < 3) degenerate++;
-        csm_m3_identity(&c->Fp[9 * cl]);
-        csm_m3_identity(&c->R[9 * cl]);
-        csm_m3_identity(&c->T[9 * cl]);
-        csm_m3_identity(&c->F[9 * cl]);
-        memcpy(&c->com[3 * cl], rc, sizeof rc);
-        c->stress_alpha[cl] = 0;
-        c->flowed[cl] = 0;
-        c->state[cl] = CSM_CLUSTER_ACTIVE;
-        c->fade[cl] = 0;
+        fresh_state(c, cl);
+        memcpy(&c->com[3 * cl], rc, sizeof rc); /* the rest centre, until the first fit */
     }
     return degenerate;
+}
+
+int32_t csm_clusters_append(csm_clusters *c, int32_t count, const int32_t *member, const double *wbase,
+                            const double *weight, const double *p)
+{
+    if (csm_clusters_reserve(c, c->k + 1, c->m + count, c->n)) return -1;
+    int32_t cl = c->k, at = c->m;
+    memcpy(&c->member[at], member, (size_t)count * sizeof *member);
+    memcpy(&c->wbase[at], wbase, (size_t)count * sizeof *wbase);
+    memcpy(&c->weight[at], weight, (size_t)count * sizeof *weight);
+    memcpy(&c->p[3 * at], p, 3 * (size_t)count * sizeof *p);
+    for (int32_t j = at; j < at + count; j++) c->mcluster[j] = cl;
+    c->offset[cl + 1] = at + count;
+    c->k++;
+    c->m += count;
+    fresh_state(c, cl);
+    return cl;
+}
+
+void csm_clusters_remove(csm_clusters *c, const unsigned char *drop)
+{
+    array_ref ca[32], ma[32];
+    int nca = cluster_arrays(c, ca), nma = membership_arrays(c, ma);
+    int32_t k = 0, m = 0;
+    for (int32_t cl = 0; cl < c->k; cl++) {
+        int32_t lo = c->offset[cl], hi = c->offset[cl + 1];
+        if (drop[cl]) continue;
+        if (k != cl)
+            for (int i = 0; i < nca; i++)
+                if (*ca[i].ptr)
+                    memcpy((char *)*ca[i].ptr + (size_t)k * ca[i].size, (char *)*ca[i].ptr + (size_t)cl * ca[i].size,
+                           ca[i].size);
+        if (m != lo)
+            for (int i = 0; i < nma; i++)
+                memmove((char *)*ma[i].ptr + (size_t)m * ma[i].size, (char *)*ma[i].ptr + (size_t)lo * ma[i].size,
+                        (size_t)(hi - lo) * ma[i].size);
+        c->offset[k] = m;
+        m += hi - lo;
+        k++;
+    }
+    c->offset[k] = m;
+    c->k = k;
+    c->m = m;
 }
 
 /* Quadratic shape matching (Müller 2005, report Sec 4): q~ = (p, q2(p)) in R^9. The quadratic terms
@@ -131,39 +285,46 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
    of a cluster then keep its centre of mass, so internal forces still sum to zero (with raw
    q2(p), as in the paper, they do not). A_qq is inverted by eigen-decomposition with small
    eigenvalues dropped: planar and collinear clusters have a singular A_qq. */
+static void quadratic_rest(csm_clusters *c, int32_t cl)
+{
+    double *mean = &c->qmean[6 * cl], A[81] = {0}, lam[9];
+    double *inv = &c->Aqq_inv[81 * cl];
+    memset(mean, 0, 6 * sizeof *mean);
+    memset(inv, 0, 81 * sizeof *inv);
+    double M = c->mass[cl];
+    for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
+        double q[6];
+        csm_quad_terms(&c->p[3 * j], q);
+        for (int a = 0; a < 6; a++) mean[a] += c->wmass[j] * q[a];
+    }
+    for (int a = 0; a < 6; a++) mean[a] = M > 0 ? mean[a] / M : 0;
+    for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
+        double t[9];
+        csm_quad_terms(&c->p[3 * j], &t[3]);
+        for (int a = 0; a < 3; a++) t[a] = c->p[3 * j + a];
+        for (int a = 0; a < 6; a++) t[3 + a] -= mean[a];
+        for (int a = 0; a < 9; a++)
+            for (int b = 0; b < 9; b++) A[9 * a + b] += c->wmass[j] * t[a] * t[b];
+    }
+    if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', 9, A, 9, lam) != 0) return; /* stays 0 */
+    double top = fabs(lam[8]);
+    for (int e = 0; e < 9; e++) {
+        if (!(lam[e] > ARR_REL_TOL * top)) continue;
+        for (int a = 0; a < 9; a++)
+            for (int b = 0; b < 9; b++) inv[9 * a + b] += A[9 * a + e] * A[9 * b + e] / lam[e];
+    }
+}
+
 int csm_clusters_quadratic(csm_clusters *c)
 {
     free(c->qmean);
     free(c->Aqq_inv);
     free(c->Q);
-    c->qmean = calloc(6 * (size_t)c->k, sizeof *c->qmean);
-    c->Aqq_inv = calloc(81 * (size_t)c->k, sizeof *c->Aqq_inv);
-    c->Q = calloc(18 * (size_t)c->k, sizeof *c->Q);
+    size_t cap = c->cap_k > 0 ? (size_t)c->cap_k : 1;
+    c->qmean = calloc(6 * cap, sizeof *c->qmean);
+    c->Aqq_inv = calloc(81 * cap, sizeof *c->Aqq_inv);
+    c->Q = calloc(18 * cap, sizeof *c->Q);
     if (!c->qmean || !c->Aqq_inv || !c->Q) return -1;
-    for (int32_t cl = 0; cl < c->k; cl++) {
-        double *mean = &c->qmean[6 * cl], A[81] = {0}, lam[9];
-        double M = c->mass[cl];
-        for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
-            double q[6];
-            csm_quad_terms(&c->p[3 * j], q);
-            for (int a = 0; a < 6; a++) mean[a] += c->wmass[j] * q[a];
-        }
-        for (int a = 0; a < 6; a++) mean[a] = M > 0 ? mean[a] / M : 0;
-        for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++) {
-            double t[9];
-            csm_quad_terms(&c->p[3 * j], &t[3]);
-            for (int a = 0; a < 3; a++) t[a] = c->p[3 * j + a];
-            for (int a = 0; a < 6; a++) t[3 + a] -= mean[a];
-            for (int a = 0; a < 9; a++)
-                for (int b = 0; b < 9; b++) A[9 * a + b] += c->wmass[j] * t[a] * t[b];
-        }
-        if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', 9, A, 9, lam) != 0) continue; /* stays 0 */
-        double top = fabs(lam[8]), *inv = &c->Aqq_inv[81 * cl];
-        for (int e = 0; e < 9; e++) {
-            if (!(lam[e] > ARR_REL_TOL * top)) continue;
-            for (int a = 0; a < 9; a++)
-                for (int b = 0; b < 9; b++) inv[9 * a + b] += A[9 * a + e] * A[9 * b + e] / lam[e];
-        }
-    }
+    for (int32_t cl = 0; cl < c->k; cl++) quadratic_rest(c, cl);
     return 0;
 }

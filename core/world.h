@@ -22,11 +22,16 @@ enum csm_cluster_state { CSM_CLUSTER_ACTIVE = 0, CSM_CLUSTER_FADING_OUT = 1, CSM
 typedef struct csm_clusters {
     int32_t k;            /* clusters */
     int32_t m;            /* memberships */
+    int32_t cap_k, cap_m; /* room the arrays have; reclustering grows them geometrically */
+    int32_t n;            /* particles the reverse CSR covers */
+    int32_t next_id;      /* id the next added cluster gets */
     /* cluster -> members, CSR */
     int32_t *offset;      /* [k+1] */
     int32_t *member;      /* [m] particle id */
     int32_t *mcluster;    /* [m] cluster id of each membership (so a gather needs no search) */
     double *weight;       /* [m] w_ic, sum over c of w_ic = 1 for every particle */
+    double *wbase;        /* [m] weight before fading: w_ic = phi_c wbase_ic / sum_d phi_d wbase_id, phi the
+                             fade factor of a cluster being removed or added (Falkenstein Sec 3.2.1) */
     double *wmass;        /* [m] w_ic m_i, the mass a member lends its cluster (Falkenstein Eq 7) */
     double *p;            /* [3m] rest offset p_ic from the cluster's rest centre of mass */
     /* particle -> memberships, CSR */
@@ -42,6 +47,7 @@ typedef struct csm_clusters {
     int32_t *flowed;      /* [k] steps since the last logged frame in which the cluster flowed plastically */
     int32_t *state;       /* [k] enum csm_cluster_state */
     int32_t *fade;        /* [k] fade counter */
+    int32_t *id;          /* [k] stable id: the index at creation, then next_id for added clusters */
     /* last fit */
     double *com;          /* [3k] x-bar */
     double *F;            /* [9k] A_xr A_rr^-1 */
@@ -66,6 +72,26 @@ void csm_clusters_free(csm_clusters *c);
    offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, width, F^p = I. Returns the
    number of degenerate clusters (rank of A_rr below 3). */
 int csm_clusters_finish(csm_clusters *c, const csm_particles *p);
+
+/* Rest data of cluster c from its members' weights and offsets p_ic: wmass = w m, mass, p_ic
+   shifted so that their weighted centre is the origin (Falkenstein Sec 3.2: the rest centre of
+   mass of every cluster stays at the origin when weights change), A_rr pseudo-inverse, rank,
+   width, and the quadratic rest data when the clusters have it. The shift taken off p_ic goes
+   to `shift` when not NULL. */
+void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, double shift[3]);
+
+/* Room for k clusters and m memberships over n particles (arrays grow by half again at least;
+   existing data kept). Returns -1 when out of memory. */
+int csm_clusters_reserve(csm_clusters *c, int32_t k, int32_t m, int32_t n);
+/* Append a cluster (members sorted by particle id, with base weights, weights and rest offsets);
+   its per-cluster state is that of a fresh cluster (F^p = I, active, a new id). The reverse CSR
+   is stale until csm_clusters_relink. Returns the new cluster's index or -1 (out of memory). */
+int32_t csm_clusters_append(csm_clusters *c, int32_t count, const int32_t *member, const double *wbase,
+                            const double *weight, const double *p);
+/* Delete the clusters with drop[c] != 0, keeping the order of the others (reverse CSR stale). */
+void csm_clusters_remove(csm_clusters *c, const unsigned char *drop);
+/* Rebuild the particle -> membership CSR and mcluster after edits. Returns -1 when out of memory. */
+int csm_clusters_relink(csm_clusters *c);
 
 /* The quadratic monomials of Müller 2005's extended fit. */
 static inline void csm_quad_terms(const double p[3], double q[6])
