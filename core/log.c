@@ -24,7 +24,7 @@ typedef struct field_spec {
 
 enum {
     F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
-    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH,
+    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED,
     F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
@@ -53,6 +53,10 @@ static const field_spec fields[F_NFIELDS] = {
                  "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)"},
     [F_WIDTH] = {"/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m",
                  "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)"},
+    [F_ID] = {"/clusters/id", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
+              "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)"},
+    [F_STATE] = {"/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
+                 "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)"},
     [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2"},
     [F_POTENTIAL] = {"/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x"},
     [F_ELASTIC] = {"/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2",
@@ -83,6 +87,8 @@ struct csm_log {
     int64_t frames;          /* logged frames */
     int64_t memberships_out; /* rows of /clusters/members written */
     int64_t clusters_out;    /* rows of /clusters/com written */
+    hid_t events;            /* /recluster/events */
+    hid_t event_type;        /* its compound row type */
     int goals;
     char *path;
     double *scratch;        /* [9 max(n, k, m)] */
@@ -252,6 +258,86 @@ void csm_log_xdmf_path(const char *h5path, char *buf, int size)
         snprintf(buf, (size_t)size, "%s.xmf", h5path);
 }
 
+/* /recluster/events: one compound row per cluster marked for removal or added. `kind` is a
+   fixed-length string ("removed" | "added"), so h5py shows it as it reads. */
+typedef struct event_row {
+    int32_t frame;
+    double time;
+    char kind[8];
+    int32_t cluster, seed, members;
+    double cond_Fp, embedding_energy;
+    int32_t embedding_iterations;
+    double linear_energy;
+} event_row;
+
+static int create_events(csm_log *log)
+{
+    hid_t kind = H5Tcopy(H5T_C_S1);
+    H5Tset_size(kind, sizeof ((event_row *)0)->kind);
+    H5Tset_strpad(kind, H5T_STR_NULLTERM);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(event_row));
+    H5Tinsert(t, "frame", HOFFSET(event_row, frame), H5T_NATIVE_INT32);
+    H5Tinsert(t, "time", HOFFSET(event_row, time), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "kind", HOFFSET(event_row, kind), kind);
+    H5Tinsert(t, "cluster", HOFFSET(event_row, cluster), H5T_NATIVE_INT32);
+    H5Tinsert(t, "seed", HOFFSET(event_row, seed), H5T_NATIVE_INT32);
+    H5Tinsert(t, "members", HOFFSET(event_row, members), H5T_NATIVE_INT32);
+    H5Tinsert(t, "cond_Fp", HOFFSET(event_row, cond_Fp), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "embedding_energy", HOFFSET(event_row, embedding_energy), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "embedding_iterations", HOFFSET(event_row, embedding_iterations), H5T_NATIVE_INT32);
+    H5Tinsert(t, "linear_energy", HOFFSET(event_row, linear_energy), H5T_NATIVE_DOUBLE);
+    H5Tclose(kind);
+    log->event_type = t;
+    hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {256};
+    hid_t space = H5Screate_simple(1, dims, maxdims);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, chunk);
+    hid_t lcpl = link_props();
+    log->events = H5Dcreate2(log->file, "/recluster/events", t, space, lcpl, dcpl, H5P_DEFAULT);
+    if (log->events >= 0)
+        attr_string(log->events, "description",
+                    "one row per cluster marked for removal (kind removed: it fades out) or added (kind added: it "
+                    "fades in); cluster is the stable id of /clusters/id; seed -1 for a removal; cond_Fp the "
+                    "condition number that triggered a removal; embedding_energy the Falkenstein Eq 21 sum (terms "
+                    "weighted by w_ic m_i) at the "
+                    "end of the embedding (NaN when none ran), embedding_iterations its Jacobi iterations, and "
+                    "linear_energy the same sum for the linear embedding of the same set (NaN unless compared)");
+    H5Pclose(lcpl);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    return log->events < 0 ? -1 : 0;
+}
+
+static int write_events(csm_log *log, const csm_world *w)
+{
+    if (w->nevents == 0) return 0;
+    event_row *rows = calloc((size_t)w->nevents, sizeof *rows);
+    if (!rows) return -1;
+    for (int32_t e = 0; e < w->nevents; e++) {
+        const csm_recluster_event *ev = &w->events[e];
+        rows[e] = (event_row){ev->frame, ev->time, {0}, ev->cluster, ev->seed, ev->members,
+                              ev->cond_Fp, ev->embedding_energy, ev->embedding_iterations, ev->linear_energy};
+        strcpy(rows[e].kind, ev->kind == CSM_EVENT_ADDED ? "added" : "removed");
+    }
+    hid_t space = H5Dget_space(log->events);
+    hsize_t dims[1], start[1], count[1] = {(hsize_t)w->nevents};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    start[0] = dims[0];
+    dims[0] += count[0];
+    herr_t rc = H5Dset_extent(log->events, dims);
+    if (rc >= 0) {
+        space = H5Dget_space(log->events);
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+        hid_t mem = H5Screate_simple(1, count, NULL);
+        rc = H5Dwrite(log->events, log->event_type, mem, space, H5P_DEFAULT, rows);
+        H5Sclose(mem);
+        H5Sclose(space);
+    }
+    free(rows);
+    return rc < 0 ? -1 : 0;
+}
+
 int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error *err)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by us, in one line */
@@ -331,6 +417,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
         log->ds[k] = create_extendible(f, &fields[k], w->P.n);
         if (log->ds[k] < 0) rc = -1;
     }
+    if (!rc) rc |= create_events(log);
     int64_t zero = 0;
     if (!rc) rc |= append_rows(log->ds[F_FRAME_OFFSET], T_I64, 1, &zero);
     if (!rc) rc |= append_rows(log->ds[F_FRAME_CLUSTER], T_I64, 1, &zero);
@@ -367,6 +454,9 @@ int csm_log_frame(csm_log *log, const csm_sim *sim, const csm_diag *d, csm_error
     rc |= append_rows(log->ds[F_FP], T_F64, (hsize_t)k, C->Fp);
     rc |= append_rows(log->ds[F_ALPHA], T_F64, (hsize_t)k, C->stress_alpha);
     rc |= append_rows(log->ds[F_WIDTH], T_F64, (hsize_t)k, C->width);
+    rc |= append_rows(log->ds[F_ID], T_I32, (hsize_t)k, C->id);
+    rc |= append_rows(log->ds[F_STATE], T_I32, (hsize_t)k, C->state);
+    rc |= write_events(log, w);
     log->memberships_out += C->m;
     log->clusters_out += k;
     rc |= append_rows(log->ds[F_FRAME_OFFSET], T_I64, 1, &log->memberships_out);
@@ -402,6 +492,8 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     rc |= attr_int64(log->file, "frames", log->frames);
     for (int k = 0; k < F_NFIELDS; k++)
         if (log->ds[k] > 0) H5Dclose(log->ds[k]);
+    if (log->events > 0) H5Dclose(log->events);
+    if (log->event_type > 0) H5Tclose(log->event_type);
     if (H5Fclose(log->file) < 0) rc = -1;
     char xmf[4096];
     if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);

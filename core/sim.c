@@ -179,6 +179,7 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->collider_state);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
+    free(sim->w.events);
     free(sim->w.object_first);
     free(sim->w.object_spacing);
     memset(sim, 0, sizeof *sim);
@@ -209,6 +210,21 @@ int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err)
     return 0;
 }
 
+int csm_world_event(csm_world *w, csm_recluster_event e)
+{
+    if (w->nevents == w->cap_events) {
+        int32_t cap = w->cap_events ? 2 * w->cap_events : 64;
+        csm_recluster_event *q = realloc(w->events, (size_t)cap * sizeof *q);
+        if (!q) return -1;
+        w->events = q;
+        w->cap_events = cap;
+    }
+    e.frame = w->frame;
+    e.time = w->time;
+    w->events[w->nevents++] = e;
+    return 0;
+}
+
 /* A non-finite position or velocity stops the run with the particle and frame named. */
 static int check_finite(const csm_sim *sim, csm_error *err)
 {
@@ -231,6 +247,7 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
     csm_timings t = {0};
     double start = csm_now();
     csm_world *w = &sim->w;
+    w->frame = sim->frame + 1;
     for (int32_t s = 0; s < cfg->substeps; s++)
         if (csm_sim_step(sim, h, &t, err)) return -1;
     w->yielded = 0;
@@ -247,6 +264,7 @@ void csm_sim_logged(csm_sim *sim)
     csm_world *w = &sim->w;
     w->plastic_skipped = 0;
     w->yielded = 0;
+    w->nevents = 0;
     memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }
 

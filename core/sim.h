@@ -12,6 +12,21 @@ typedef struct csm_timings {
     double dynamics, plasticity, reclustering, embedding, total;
 } csm_timings;
 
+/* One row of /recluster/events: a cluster marked for removal or added (Falkenstein Sec 3.2). */
+enum { CSM_EVENT_REMOVED = 0, CSM_EVENT_ADDED = 1 };
+typedef struct csm_recluster_event {
+    int32_t frame;                /* the frame whose steps made it (frame 0 is the initial state) */
+    double time;                  /* simulated time at the start of the step that made it */
+    int32_t kind;                 /* CSM_EVENT_* */
+    int32_t cluster;              /* the cluster's stable id (/clusters/id) */
+    int32_t seed;                 /* seed particle of an added cluster; -1 for a removal */
+    int32_t members;
+    double cond_Fp;               /* cond(F^p) that triggered a removal; 1 for an addition */
+    double embedding_energy;      /* Eq 21 sum at the end of the embedding; NaN when none ran */
+    int32_t embedding_iterations; /* 0 when none ran */
+    double linear_energy;         /* Eq 21 sum of the linear embedding of the same set, when compared; else NaN */
+} csm_recluster_event;
+
 typedef struct csm_world {
     csm_particles P;
     csm_clusters C;
@@ -29,7 +44,14 @@ typedef struct csm_world {
     double embedding_seconds;    /* reclusterers add their embedding time here */
     int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
     int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
+    int32_t frame;               /* the frame being computed (frames completed + 1) */
+    csm_recluster_event *events; /* reclustering events since the last logged frame */
+    int32_t nevents, cap_events;
 } csm_world;
+
+/* Record a reclustering event (stamped with the world's frame and time). Returns -1 when out
+   of memory. */
+int csm_world_event(csm_world *w, csm_recluster_event e);
 
 typedef struct csm_sim {
     csm_world w;
@@ -54,7 +76,8 @@ int csm_sim_frame(csm_sim *sim, csm_error *err);
 int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err);
 
 /* The frame just logged: counters that cover the frames between two logged ones (clusters that
-   yielded, plastic updates skipped) start again. */
+   yielded, plastic updates skipped) start again, and the reclustering events written are
+   dropped. */
 void csm_sim_logged(csm_sim *sim);
 
 /* Monotonic seconds. */

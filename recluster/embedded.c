@@ -1,0 +1,170 @@
+/* `embedded` (Falkenstein 2017 Sec 3.2): a new cluster is placed in a locally embedded, stress-
+   free space (Eq 21-23) by the fuzzy c-means update with every other centre held. */
+#include "clustering.h"
+#include "engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const csm_param_spec embedded_params[] = {
+    CSM_RC_COMMON_PARAMS,
+    {"embedding", CSM_ENUM, 0, 0, 1, "embedded space: nonlinear (Eq 21 with rotations, Jacobi) or linear (Jones 2014, "
+     "rotations ignored, LAPACKE)", "nonlinear|linear", {0}, NULL, 0},
+    {"embedding_iterations", CSM_INT, 20, 1, 1e6, "Jacobi sweeps of the nonlinear embedding at most", NULL, {0}, NULL, 0},
+    {"embedding_tolerance", CSM_REAL, 1e-8, 0, 1, "stop when a sweep's squared change is this fraction of the first's",
+     NULL, {0}, NULL, 0},
+    {"compare_linear", CSM_BOOL, 0, 0, 1, "also solve the linear embedding of every addition and log its Eq 21 energy "
+     "(linear_energy of /recluster/events), for comparison", NULL, {0}, NULL, 0},
+    {"m", CSM_REAL, 2, 1.01, 100, "fuzziness exponent of the cluster optimisation (as fuzzy_cmeans)", NULL, {0}, NULL, 0},
+    {"threshold", CSM_REAL, 0.3, 0, 1, "a particle joins the new cluster when its membership is at least this fraction "
+     "of its largest (as fuzzy_cmeans)", NULL, {0}, NULL, 0},
+    {"optimization_iterations", CSM_INT, 20, 1, 1e6, "fuzzy c-means updates of the new centre at most", NULL, {0}, NULL, 0},
+    {"optimization_tolerance", CSM_REAL, 1e-6, 0, 1, "stop when no membership changes by more than this", NULL, {0}, NULL, 0},
+    {"members_from", CSM_ENUM, 0, 0, 1, "who may join a new cluster: seed_clusters (members of the clusters it replaces) or "
+     "embedding_set (all of P_e, Eq 23)", "seed_clusters|embedding_set", {0}, NULL, 0},
+    CSM_PARAM_END,
+};
+
+/* Room for the cluster optimisation of np points and k centres. */
+static int fcm_reserve(csm_rc_engine *e, int32_t np, int32_t k)
+{
+    if (np > e->cap_points) {
+        int32_t cap = np > e->cap_points + e->cap_points / 2 ? np : e->cap_points + e->cap_points / 2;
+        free(e->points);
+        free(e->masses);
+        free(e->eligible);
+        e->points = malloc(3 * (size_t)cap * sizeof *e->points);
+        e->masses = malloc((size_t)cap * sizeof *e->masses);
+        e->eligible = malloc((size_t)cap);
+        if (!e->points || !e->masses || !e->eligible) return -1;
+        e->cap_points = cap;
+    }
+    if (k > e->cap_centres) {
+        int32_t cap = k > e->cap_centres + e->cap_centres / 2 ? k : e->cap_centres + e->cap_centres / 2;
+        free(e->centres);
+        free(e->fcm_state);
+        e->centres = malloc(3 * (size_t)cap * sizeof *e->centres);
+        e->fcm_state = malloc((size_t)cap);
+        if (!e->centres || !e->fcm_state) return -1;
+        e->cap_centres = cap;
+    }
+    if ((int64_t)np * k > e->cap_u) {
+        free(e->u);
+        e->cap_u = (int64_t)e->cap_points * e->cap_centres;
+        e->u = malloc((size_t)e->cap_u * sizeof *e->u);
+        if (!e->u) return -1;
+    }
+    return 0;
+}
+
+/* Sec 3.2.2, "Embedding Optimization" and "Cluster Optimization". */
+static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recluster_event *ev, csm_error *err)
+{
+    csm_clusters *C = &w->C;
+    csm_embedding *E = &e->emb;
+    double t0 = csm_now();
+    if (csm_embedding_set(E, C, w->P.x, seed)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the embedding");
+    if (e->compare_linear) {
+        double linear;
+        if (csm_embed_linear(E, C, w->svd, seed, &linear)) linear = NAN;
+        ev->linear_energy = linear;
+        for (int32_t a = 0; a < E->np; a++) /* start the embedding that is used from x again */
+            memcpy(&E->e[3 * E->particle[a]], &w->P.x[3 * E->particle[a]], 3 * sizeof(double));
+    }
+    if (e->embedding_linear) {
+        if (csm_embed_linear(E, C, w->svd, seed, &ev->embedding_energy))
+            return csm_fail(err, CSM_EXIT_FAILURE, "linear embedding around particle %d failed (LAPACKE dposv)", seed);
+        ev->embedding_iterations = 1;
+    } else {
+        ev->embedding_iterations = csm_embed_nonlinear(E, C, w->svd, e->embedding_iterations, e->embedding_tolerance,
+                                                       &ev->embedding_energy);
+    }
+    w->embedding_seconds += csm_now() - t0;
+
+    /* Who may join (see members_from): every particle of P_e, or only the members of the
+       seed's clusters, the ones being replaced. With many neighbours removed at once nothing
+       else holds a free centre back, and over all of P_e it would drift into the middle of the
+       hole they leave and take it in whole. */
+    int32_t np = E->np, k = E->nc + 1;
+    if (fcm_reserve(e, np, k) || csm_rc_new_reserve(e, np))
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the cluster optimisation");
+    memset(e->eligible, !e->from_seed_clusters, (size_t)np);
+    if (e->from_seed_clusters)
+        for (int32_t s = C->poff[seed]; s < C->poff[seed + 1]; s++) {
+            int32_t d = C->mcluster[C->pmember[s]];
+            for (int32_t j = C->offset[d]; j < C->offset[d + 1]; j++) e->eligible[E->local[C->member[j]]] = 1;
+        }
+    int32_t count = 0;
+    for (int32_t a = 0; a < np; a++) {
+        if (!e->eligible[a]) continue;
+        int32_t i = E->particle[a];
+        memcpy(&e->points[3 * count], &E->e[3 * i], 3 * sizeof(double));
+        e->masses[count] = w->P.mass[i];
+        e->new_member[count++] = i; /* increasing ids, as P_e */
+    }
+
+    /* The fuzzy c-means update in embedded space: the new centre starts at the seed, every other
+       centre of C_e is held; a cluster being removed counts with weight zero (ignored), one being
+       added as fully faded in (held like the rest). */
+    for (int32_t a = 0; a < E->nc; a++) {
+        memcpy(&e->centres[3 * a], &E->centre[3 * a], 3 * sizeof(double));
+        e->fcm_state[a] = C->state[E->cluster[a]] == CSM_CLUSTER_FADING_OUT ? CSM_FCM_IGNORED : CSM_FCM_HELD;
+    }
+    memcpy(&e->centres[3 * E->nc], &E->e[3 * seed], 3 * sizeof(double));
+    e->fcm_state[E->nc] = CSM_FCM_FREE;
+    csm_fcm_iterate(e->points, e->masses, count, e->centres, k, e->fcm_state, e->m, e->optimization_tolerance,
+                    e->optimization_iterations, e->u);
+
+    /* Members: as fuzzy_cmeans does, a particle joins when its membership is at least `threshold`
+       of its largest, with the weight the membership has among those it joins. The seed always
+       joins, so no particle is left without a cluster when the old ones are gone. */
+    e->nnew = 0;
+    for (int32_t a = 0; a < count; a++) {
+        const double *u = &e->u[(size_t)a * (size_t)k];
+        double top = 0;
+        for (int32_t c = 0; c < k; c++) top = fmax(top, u[c]);
+        double cut = e->threshold * top, unew = u[E->nc], sum = 0;
+        int32_t joined = 0;
+        for (int32_t c = 0; c < k; c++)
+            if (u[c] >= cut && u[c] > 0) {
+                sum += u[c];
+                joined++;
+            }
+        int32_t i = e->new_member[a];
+        int in = unew >= cut && unew > 0;
+        if (!in && i != seed) continue;
+        double wbase = in ? unew / sum : (unew > 0 ? unew / (sum + unew) : 1.0 / (joined + 1));
+        e->new_member[e->nnew] = i; /* nnew <= a: the list is compacted in place */
+        e->new_wbase[e->nnew] = wbase;
+        memcpy(&e->new_p[3 * e->nnew], &E->e[3 * i], 3 * sizeof(double)); /* rest shape from embedded space */
+        e->nnew++;
+    }
+    return 0;
+}
+
+static int embedded_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    (void)w;
+    csm_rc_engine *e;
+    if (csm_rc_engine_create(cfg, &e, err)) return -1;
+    e->build = build_embedded;
+    e->embedding_linear = (int)csm_cfg_num(cfg, "embedding") == 1;
+    e->embedding_iterations = (int32_t)csm_cfg_num(cfg, "embedding_iterations");
+    e->embedding_tolerance = csm_cfg_num(cfg, "embedding_tolerance");
+    e->compare_linear = csm_cfg_num(cfg, "compare_linear") != 0;
+    e->m = csm_cfg_num(cfg, "m");
+    e->threshold = csm_cfg_num(cfg, "threshold");
+    e->optimization_iterations = (int32_t)csm_cfg_num(cfg, "optimization_iterations");
+    e->optimization_tolerance = csm_cfg_num(cfg, "optimization_tolerance");
+    e->from_seed_clusters = (int)csm_cfg_num(cfg, "members_from") == 0;
+    *state = e;
+    return 0;
+}
+
+const csm_reclusterer csm_reclusterer_embedded = {
+    "embedded",
+    "Falkenstein 2017 Sec 3.2: remove clusters by cond(F^p), fade, add clusters placed in a locally optimised "
+    "embedded space (Eq 21-23) by fuzzy c-means",
+    embedded_params, embedded_create, csm_rc_engine_apply, csm_rc_engine_destroy, NULL,
+};

@@ -1,0 +1,61 @@
+/* Local embedding (Falkenstein 2017 Sec 3.2.2): positions e_i of particles and e_c of clusters in
+   an "embedded space", a stress-free configuration of the neighbourhood of a seed particle in
+   which a new cluster is placed. The energy minimised is Eq 21,
+
+       E(e) = sum_{c in C_e} sum_{i in c} w_ic m_i |R_c F^p_c p_ic - (e_i - e_c)|^2,
+
+   with each term weighted by the particle's mass as well: the shape-matching energy of the
+   kernel, and Eq 21 times m when masses are equal (every paper experiment). R_c and e_c are
+   whatever minimises E for the current e_i (the Procrustes rotation of A_xr (F^p)^T and the
+   cluster's weighted centre), so E is a function of the particle positions alone and the two
+   solvers below are compared on the same measure. */
+#ifndef CSM_EMBEDDING_H
+#define CSM_EMBEDDING_H
+
+#include "svd3.h"
+#include "world.h"
+
+typedef struct csm_embedding {
+    int32_t nc, np;       /* clusters and particles embedded */
+    int32_t *cluster;     /* [nc] the clusters C_e (Eq 22), increasing */
+    int32_t *particle;    /* [np] the particles P_e (Eq 23), increasing ids */
+    int32_t *local;       /* [n] index of a particle in `particle`, -1 outside P_e */
+    unsigned char *mark;  /* [k] clusters in C_e while the set is built */
+    double *e;            /* [3n] embedded positions, by particle id (meaningful on P_e) */
+    double *centre;       /* [3nc] e_c of the last fit */
+    double *T;            /* [9nc] R_c F^p_c of the last fit */
+    double *acc;          /* [4np] goal sums and weight sums of a Jacobi sweep */
+    double *lin;          /* linear embedding: the (np + nc)^2 matrix and 3 right-hand sides */
+    int32_t cap_n, cap_k, cap_np, cap_nc;
+    int64_t cap_acc, cap_fit, cap_lin; /* cap_fit: clusters centre and T have room for */
+} csm_embedding;
+
+void csm_embedding_free(csm_embedding *E);
+
+/* The local embedding set of a seed particle (Eq 22-23): C_p the clusters containing the seed,
+   C_e those and every cluster sharing a particle with one of them, P_e every member of C_e.
+   The embedded positions start at x. Returns -1 when out of memory. */
+int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, int32_t seed);
+
+/* E(e) of the current positions; fits R_c and e_c of every cluster in C_e on the way. */
+double csm_embedding_energy(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd);
+
+/* Falkenstein's embedding optimisation: Jacobi iterations of strain limiting with gamma = 0
+   (Bargteil-Jones Algorithm 1 lines 4-7): fit every cluster at e, move every particle to the
+   weighted mean of its goals R_c F^p_c p_ic + e_c. Each sweep minimises E exactly over the
+   rotations and centres and then over the particles, so E never rises. Stops after
+   max_iterations, or once a sweep's sum of squared position changes is at most `tolerance`
+   times the first sweep's (the paper: 20 and 1e-8). Returns the sweeps taken; E at the end goes
+   to *energy. */
+int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
+                        double tolerance, double *energy);
+
+/* Jones et al. 2014's linearisation (Falkenstein Sec 3.2.2): Eq 21 with the rotations left out,
+   sum w_ic m_i |F^p_c p_ic - (e_i - e_c)|^2, a weighted graph Laplacian system in the np + nc
+   unknowns, the same matrix for x, y and z: one Cholesky factorisation (LAPACKE dposv), three
+   right-hand sides. The seed stays at its current position (the energy does not see a
+   translation). E(e) at the end goes to *energy. Returns -1 when out of memory or when the
+   system is not positive definite. */
+int csm_embed_linear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int32_t seed, double *energy);
+
+#endif

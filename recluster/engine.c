@@ -1,0 +1,208 @@
+#include "engine.h"
+
+#include "csm_math.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double csm_rc_fade_factor(const csm_rc_engine *e, int32_t state, int32_t fade)
+{
+    if (state == CSM_CLUSTER_FADING_OUT) return fmax(0.0, 1.0 - (double)(fade + 1) / e->fade_out);
+    if (state == CSM_CLUSTER_FADING_IN) return fmin(1.0, (double)(fade + 1) / e->fade_in);
+    return 1.0;
+}
+
+int csm_rc_engine_create(const csm_plugin_cfg *cfg, csm_rc_engine **out, csm_error *err)
+{
+    csm_rc_engine *e = calloc(1, sizeof *e);
+    if (!e) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    e->cond_max = csm_cfg_num(cfg, "cond_max");
+    e->fade_out = (int32_t)csm_cfg_num(cfg, "fade_out");
+    e->fade_in = (int32_t)csm_cfg_num(cfg, "fade_in");
+    e->min_clusters = 1;
+    *out = e;
+    return 0;
+}
+
+void csm_rc_engine_destroy(void *state)
+{
+    csm_rc_engine *e = state;
+    if (!e) return;
+    free(e->new_member);
+    free(e->new_wbase);
+    free(e->new_weight);
+    free(e->new_p);
+    free(e->touched);
+    free(e->flag);
+    csm_embedding_free(&e->emb);
+    free(e->points);
+    free(e->masses);
+    free(e->centres);
+    free(e->u);
+    free(e->fcm_state);
+    free(e->eligible);
+    free(e);
+}
+
+int csm_rc_new_reserve(csm_rc_engine *e, int32_t count)
+{
+    if (count <= e->cap_new) return 0;
+    int32_t cap = count > e->cap_new + e->cap_new / 2 ? count : e->cap_new + e->cap_new / 2;
+    int32_t *member = realloc(e->new_member, (size_t)cap * sizeof *member);
+    if (member) e->new_member = member;
+    double *wbase = realloc(e->new_wbase, (size_t)cap * sizeof *wbase);
+    if (wbase) e->new_wbase = wbase;
+    double *weight = realloc(e->new_weight, (size_t)cap * sizeof *weight);
+    if (weight) e->new_weight = weight;
+    double *p = realloc(e->new_p, 3 * (size_t)cap * sizeof *p);
+    if (p) e->new_p = p;
+    if (!member || !wbase || !weight || !p) return -1;
+    e->cap_new = cap;
+    return 0;
+}
+
+double csm_rc_mean_live_weight(const csm_clusters *C, int32_t i)
+{
+    double sum = 0;
+    int live = 0;
+    for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+        int32_t j = C->pmember[s];
+        if (C->state[C->mcluster[j]] == CSM_CLUSTER_FADING_OUT) continue;
+        sum += C->wbase[j];
+        live++;
+    }
+    return live ? sum / live : 1.0;
+}
+
+static int reserve_scratch(csm_rc_engine *e, const csm_clusters *C)
+{
+    if (C->n > e->cap_n) {
+        free(e->touched);
+        e->touched = calloc((size_t)C->n, 1);
+        if (!e->touched) return -1;
+        e->cap_n = C->n;
+    }
+    if (C->cap_k > e->cap_k) {
+        free(e->flag);
+        e->flag = calloc((size_t)C->cap_k, 1);
+        if (!e->flag) return -1;
+        e->cap_k = C->cap_k;
+    }
+    return 0;
+}
+
+/* Fewer clusters that are not being removed than the engine asks for (Sec 3.2.2: "any particle
+   that soon will not be a member of any cluster" when min_clusters is 1). */
+static int is_candidate(const csm_rc_engine *e, const csm_clusters *C, int32_t i)
+{
+    int32_t live = 0;
+    for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++)
+        if (C->state[C->mcluster[C->pmember[s]]] != CSM_CLUSTER_FADING_OUT) live++;
+    return live < e->min_clusters;
+}
+
+/* w_ic = phi_c wbase_ic / sum_d phi_d wbase_id for each touched particle (so sum_c w_ic = 1),
+   then the rest data of every cluster holding one of them (p_ic back about the origin, A_rr).
+   Returns -1, or a particle left with no weight in any cluster. */
+static int32_t renormalise(csm_rc_engine *e, csm_world *w)
+{
+    csm_clusters *C = &w->C;
+    memset(e->flag, 0, (size_t)C->k);
+    for (int32_t i = 0; i < C->n; i++) {
+        if (!e->touched[i]) continue;
+        e->touched[i] = 0;
+        double sum = 0;
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+            int32_t j = C->pmember[s], c = C->mcluster[j];
+            sum += csm_rc_fade_factor(e, C->state[c], C->fade[c]) * C->wbase[j];
+        }
+        if (!(sum > 0)) return i;
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+            int32_t j = C->pmember[s], c = C->mcluster[j];
+            C->weight[j] = csm_rc_fade_factor(e, C->state[c], C->fade[c]) * C->wbase[j] / sum;
+            e->flag[c] = 1;
+        }
+    }
+    for (int32_t c = 0; c < C->k; c++)
+        if (e->flag[c]) csm_cluster_rest(C, &w->P, c, NULL);
+    return -1;
+}
+
+static int orphan(int32_t i, csm_error *err)
+{
+    return csm_fail(err, CSM_EXIT_FAILURE, "reclustering left particle %d in no cluster with weight", i);
+}
+
+/* Build and append the cluster seeded at `seed`; it starts fading in. */
+static int add_cluster(csm_rc_engine *e, csm_world *w, int32_t seed, csm_error *err)
+{
+    csm_clusters *C = &w->C;
+    csm_recluster_event ev = {0, 0, CSM_EVENT_ADDED, 0, seed, 0, 1.0, NAN, 0, NAN};
+    if (e->build(e, w, seed, &ev, err)) return -1;
+    for (int32_t a = 0; a < e->nnew; a++) e->new_weight[a] = 0; /* set by renormalise */
+    int32_t c = csm_clusters_append(C, e->nnew, e->new_member, e->new_wbase, e->new_weight, e->new_p);
+    if (c < 0 || csm_clusters_relink(C) || reserve_scratch(e, C))
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering");
+    C->state[c] = CSM_CLUSTER_FADING_IN;
+    C->fade[c] = 0;
+    for (int32_t a = 0; a < e->nnew; a++) e->touched[e->new_member[a]] = 1;
+    int32_t left = renormalise(e, w);
+    if (left >= 0) return orphan(left, err);
+    ev.cluster = C->id[c];
+    ev.members = e->nnew;
+    if (csm_world_event(w, ev)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering events");
+    return 0;
+}
+
+int csm_rc_engine_apply(csm_world *w, void *state, double h, csm_error *err)
+{
+    (void)h;
+    csm_rc_engine *e = state;
+    csm_clusters *C = &w->C;
+    if (reserve_scratch(e, C)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering");
+
+    /* Fades move on by one step. */
+    for (int32_t c = 0; c < C->k; c++)
+        if (C->state[c] != CSM_CLUSTER_ACTIVE) C->fade[c]++;
+
+    /* Sec 3.2.1: mark a cluster whose rest shape has become too distorted, cond(F^p) > cond_max. */
+    for (int32_t c = 0; c < C->k; c++) {
+        if (C->state[c] == CSM_CLUSTER_FADING_OUT) continue;
+        double U[9], s[3], V[9];
+        w->svd(&C->Fp[9 * c], U, s, V);
+        double cond = fabs(s[2]) > 0 ? s[0] / fabs(s[2]) : INFINITY;
+        if (!(cond > e->cond_max)) continue;
+        C->state[c] = CSM_CLUSTER_FADING_OUT;
+        C->fade[c] = 0;
+        csm_recluster_event ev = {0, 0, CSM_EVENT_REMOVED, C->id[c], -1, C->offset[c + 1] - C->offset[c], cond, NAN, 0, NAN};
+        if (csm_world_event(w, ev)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering events");
+    }
+
+    /* Sec 3.2.2: particles about to be left without a cluster seed new ones, in particle order;
+       a particle a new cluster took in is no longer a candidate. */
+    for (int32_t i = 0; i < w->P.n; i++)
+        if (is_candidate(e, C, i) && add_cluster(e, w, i, err)) return -1;
+
+    /* Weights of every particle in a fading cluster change; fades that are complete end. */
+    int any_drop = 0;
+    for (int32_t c = 0; c < C->k; c++) {
+        e->flag[c] = 0;
+        if (C->state[c] == CSM_CLUSTER_ACTIVE) continue;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) e->touched[C->member[j]] = 1;
+        if (C->state[c] == CSM_CLUSTER_FADING_IN && C->fade[c] + 1 >= e->fade_in) {
+            C->state[c] = CSM_CLUSTER_ACTIVE;
+            C->fade[c] = 0;
+        }
+        if (C->state[c] == CSM_CLUSTER_FADING_OUT && C->fade[c] + 1 >= e->fade_out) {
+            e->flag[c] = 1;
+            any_drop = 1;
+        }
+    }
+    if (any_drop) {
+        csm_clusters_remove(C, e->flag);
+        csm_clusters_relink(C);
+    }
+    int32_t left = renormalise(e, w);
+    return left >= 0 ? orphan(left, err) : 0;
+}

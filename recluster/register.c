@@ -1,0 +1,13 @@
+/* Registers the built-in reclusterers. */
+#include "recluster.h"
+
+#include "plugin.h"
+
+extern const csm_reclusterer csm_reclusterer_none, csm_reclusterer_embedded, csm_reclusterer_world_space;
+
+void csm_recluster_register(void)
+{
+    csm_registry_add(CSM_KIND_RECLUSTERER, &csm_reclusterer_none);
+    csm_registry_add(CSM_KIND_RECLUSTERER, &csm_reclusterer_embedded);
+    csm_registry_add(CSM_KIND_RECLUSTERER, &csm_reclusterer_world_space);
+}

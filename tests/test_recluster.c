@@ -1,0 +1,307 @@
+/* Reclustering (Falkenstein 2017 Sec 3.2): removal and fades keep the weights a partition of
+   every particle's mass and the rest centres at the origin; the local embedding (Eq 21-23)
+   reaches zero residual where one exists and beats the linearised one where cluster frames
+   disagree; the whole pass is deterministic and changes nothing while no cluster is marked. */
+#include "random3.h"
+#include "sim_run.h"
+
+#include "embedding.h"
+#include "kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BAR CSM_TEST_DIR "/configs/recluster_bar.yaml"
+
+/* A cluster's F^p with condition number 8 and det 1: marked at once by cond_max 4. */
+static void distort(csm_clusters *C, int32_t c)
+{
+    double *Fp = &C->Fp[9 * c];
+    memset(Fp, 0, 9 * sizeof *Fp);
+    Fp[0] = 4.0;
+    Fp[4] = Fp[8] = 0.5;
+}
+
+/* Sum_c w_ic = 1 with some weight for every particle; wmass, mass and p_ic consistent with the
+   weights, each cluster's weighted rest centre at the origin. */
+static void check_partition(const csm_world *w)
+{
+    const csm_clusters *C = &w->C;
+    for (int32_t i = 0; i < w->P.n; i++) {
+        double sum = 0;
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+            int32_t j = C->pmember[s];
+            assert_int_equal(C->member[j], i);
+            assert_true(C->weight[j] >= 0);
+            sum += C->weight[j];
+        }
+        if (!(fabs(sum - 1.0) <= 1e-12)) fail_msg("particle %d: weights sum to %.17g", i, sum);
+    }
+    for (int32_t c = 0; c < C->k; c++) {
+        double M = 0, centre[3] = {0, 0, 0};
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            assert_int_equal(C->mcluster[j], c);
+            assert_close(C->wmass[j], C->weight[j] * w->P.mass[C->member[j]], 1e-15);
+            M += C->wmass[j];
+            for (int d = 0; d < 3; d++) centre[d] += C->wmass[j] * C->p[3 * j + d];
+        }
+        assert_close(C->mass[c], M, 1e-13);
+        for (int d = 0; d < 3; d++)
+            if (!(fabs(centre[d]) <= 1e-12 * (M * (C->width[c] + 1)))) fail_msg("cluster %d: rest centre %g off the origin", c, centre[d] / M);
+    }
+}
+
+static int has_id(const csm_clusters *C, int32_t id)
+{
+    for (int32_t c = 0; c < C->k; c++)
+        if (C->id[c] == id) return 1;
+    return 0;
+}
+
+/* Three clusters marked at once fade out over fade_out steps while their replacements fade in;
+   the invariants hold after every step, and the marked ids are gone at the end. */
+static void fade_scenario(const char *method)
+{
+    char m[64];
+    snprintf(m, sizeof m, "recluster.method=%s", method);
+    const char *sets[] = {m, "recluster.fade_out=6", "recluster.fade_in=3", "plasticity.model=none"};
+    run R;
+    run_start(&R, BAR, sets, 4);
+    csm_world *w = &R.sim.w;
+    int32_t marked[] = {0, 3, 5};
+    for (int a = 0; a < 3; a++) distort(&w->C, marked[a]);
+    int removed = 0, added = 0;
+    for (int f = 0; f < 10; f++) {
+        run_frame(&R);
+        check_partition(w);
+        for (int32_t e = 0; e < w->nevents; e++) {
+            removed += w->events[e].kind == CSM_EVENT_REMOVED;
+            added += w->events[e].kind == CSM_EVENT_ADDED;
+        }
+        csm_sim_logged(&R.sim);
+        if (f == 0)
+            for (int a = 0; a < 3; a++) assert_int_equal(w->C.state[marked[a]], CSM_CLUSTER_FADING_OUT);
+    }
+    assert_int_equal(removed, 3);
+    assert_true(added >= 1);
+    for (int a = 0; a < 3; a++) assert_false(has_id(&w->C, marked[a]));
+    for (int32_t c = 0; c < w->C.k; c++) assert_int_equal(w->C.state[c], CSM_CLUSTER_ACTIVE);
+    run_stop(&R);
+}
+
+static void test_fade_embedded(void **state)
+{
+    (void)state;
+    fade_scenario("embedded");
+}
+
+static void test_fade_world_space(void **state)
+{
+    (void)state;
+    fade_scenario("world_space");
+}
+
+/* Under compression with yield 0 the bar reclusters many times; the invariants hold throughout. */
+static void test_plastic_bar_invariants(void **state)
+{
+    (void)state;
+    const char *sets[] = {"recluster.method=embedded", "recluster.cond_max=1.5", "recluster.fade_out=8",
+                          "recluster.fade_in=4"};
+    run R;
+    run_start(&R, BAR, sets, 4);
+    int added = 0;
+    for (int f = 0; f < 60; f++) {
+        run_frame(&R);
+        check_partition(&R.sim.w);
+        for (int32_t e = 0; e < R.sim.w.nevents; e++) added += R.sim.w.events[e].kind == CSM_EVENT_ADDED;
+        csm_sim_logged(&R.sim);
+    }
+    assert_true(added >= 5);
+    run_stop(&R);
+}
+
+/* The bar's positions rotated rigidly by Q, and every cluster's F^p a different rotation P_c (the
+   left rotations the flow rule leaves in F^p): R_c = Q P_c^T maps each plastic rest shape onto
+   the world exactly, so Eq 21 has a zero minimum. */
+static void rotated_bar(run *R, csm_rng *g)
+{
+    const char *sets[] = {"plasticity.model=none"};
+    run_start(R, BAR, sets, 1);
+    csm_world *w = &R->sim.w;
+    double Q[9];
+    random_rotation(g, Q);
+    for (int32_t i = 0; i < w->P.n; i++) csm_m3_mul_v3(Q, &w->P.rest[3 * i], &w->P.x[3 * i]);
+    for (int32_t c = 0; c < w->C.k; c++) random_rotation(g, &w->C.Fp[9 * c]);
+}
+
+static void test_embedding_zero_residual(void **state)
+{
+    (void)state;
+    csm_rng g;
+    csm_rng_seed(&g, 3, 1);
+    run R;
+    rotated_bar(&R, &g);
+    csm_world *w = &R.sim.w;
+    csm_embedding E = {0};
+    assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 0), 0);
+    assert_true(E.nc >= 2 && E.np > 10);
+    /* at the world positions the residual is already zero, and the solver keeps it there */
+    double scale = 0;
+    for (int32_t j = 0; j < w->C.m; j++) scale += w->C.wmass[j] * csm_v3_dot(&w->C.p[3 * j], &w->C.p[3 * j]);
+    assert_true(csm_embedding_energy(&E, &w->C, csm_svd3_lapacke) < 1e-24 * scale);
+    double energy;
+    csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &energy);
+    assert_true(energy < 1e-24 * scale);
+    /* from a perturbed start every Jacobi sweep lowers Eq 21 (block coordinate descent) and the
+       sweeps go back to zero */
+    for (int32_t a = 0; a < E.np; a++)
+        for (int d = 0; d < 3; d++) E.e[3 * E.particle[a] + d] += 0.02 * (2 * csm_rng_uniform(&g) - 1);
+    double start = csm_embedding_energy(&E, &w->C, csm_svd3_lapacke), last = start;
+    for (int it = 0; it < 400; it++) {
+        csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 1, 1e-8, &energy);
+        if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale)) fail_msg("sweep %d raised Eq 21 from %g to %g", it, last, energy);
+        last = energy;
+    }
+    if (!(last < 1e-6 * start)) fail_msg("400 sweeps left Eq 21 at %g of %g", last, start);
+    csm_embedding_free(&E);
+    run_stop(&R);
+}
+
+/* Where cluster frames disagree (F^p with different left rotations), leaving the rotations out
+   (Jones 2014's linearisation) cannot fit them; the nonlinear embedding can. Where they agree
+   (F^p = I), both find the zero residual. */
+static void test_nonlinear_below_linear(void **state)
+{
+    (void)state;
+    csm_rng g;
+    csm_rng_seed(&g, 4, 1);
+    run R;
+    rotated_bar(&R, &g);
+    csm_world *w = &R.sim.w;
+    csm_embedding E = {0};
+    double linear, nonlinear;
+    assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 7), 0);
+    assert_int_equal(csm_embed_linear(&E, &w->C, csm_svd3_lapacke, 7, &linear), 0);
+    assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 7), 0);
+    csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &nonlinear);
+    double scale = 0;
+    for (int32_t j = 0; j < w->C.m; j++) scale += w->C.wmass[j] * csm_v3_dot(&w->C.p[3 * j], &w->C.p[3 * j]);
+    print_message("Eq 21 on the rotated bar: linear %.3g, nonlinear %.3g (of sum w m |p|^2 = %.3g)\n", linear,
+                  nonlinear, scale);
+    assert_true(linear > 1e-3 * scale);
+    assert_true(nonlinear < 1e-12 * linear);
+
+    for (int32_t c = 0; c < w->C.k; c++) csm_m3_identity(&w->C.Fp[9 * c]);
+    assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 7), 0);
+    assert_int_equal(csm_embed_linear(&E, &w->C, csm_svd3_lapacke, 7, &linear), 0);
+    assert_true(linear < 1e-20 * scale);
+    csm_embedding_free(&E);
+    run_stop(&R);
+}
+
+/* The reclustered bar after 40 frames: every cluster array and event, as bytes. */
+typedef struct snapshot {
+    int32_t k, m, nevents;
+    int32_t *member, *id;
+    double *weight, *p, *x;
+} snapshot;
+
+static void take(run *R, snapshot *s)
+{
+    const csm_clusters *C = &R->sim.w.C;
+    s->k = C->k;
+    s->m = C->m;
+    s->member = malloc((size_t)C->m * sizeof *s->member);
+    s->id = malloc((size_t)C->k * sizeof *s->id);
+    s->weight = malloc((size_t)C->m * sizeof *s->weight);
+    s->p = malloc(3 * (size_t)C->m * sizeof *s->p);
+    s->x = malloc(3 * (size_t)R->sim.w.P.n * sizeof *s->x);
+    memcpy(s->member, C->member, (size_t)C->m * sizeof *s->member);
+    memcpy(s->id, C->id, (size_t)C->k * sizeof *s->id);
+    memcpy(s->weight, C->weight, (size_t)C->m * sizeof *s->weight);
+    memcpy(s->p, C->p, 3 * (size_t)C->m * sizeof *s->p);
+    memcpy(s->x, R->sim.w.P.x, 3 * (size_t)R->sim.w.P.n * sizeof *s->x);
+}
+
+static void release(snapshot *s)
+{
+    free(s->member);
+    free(s->id);
+    free(s->weight);
+    free(s->p);
+    free(s->x);
+}
+
+static void reclustered(int threads, snapshot *s, int *events)
+{
+    const char *sets[] = {"recluster.method=embedded", "recluster.cond_max=1.5"};
+    csm_set_threads(threads);
+    run R;
+    run_start(&R, BAR, sets, 2);
+    *events = 0;
+    for (int f = 0; f < 40; f++) {
+        run_frame(&R);
+        *events += R.sim.w.nevents;
+        csm_sim_logged(&R.sim);
+    }
+    take(&R, s);
+    run_stop(&R);
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    snapshot a, b;
+    int ea, eb;
+    reclustered(1, &a, &ea);
+    reclustered(2, &b, &eb);
+    csm_set_threads(0);
+    assert_true(ea > 0);
+    assert_int_equal(ea, eb);
+    assert_int_equal(a.k, b.k);
+    assert_int_equal(a.m, b.m);
+    assert_memory_equal(a.member, b.member, (size_t)a.m * sizeof *a.member);
+    assert_memory_equal(a.id, b.id, (size_t)a.k * sizeof *a.id);
+    assert_memory_equal(a.weight, b.weight, (size_t)a.m * sizeof *a.weight);
+    assert_memory_equal(a.p, b.p, 3 * (size_t)a.m * sizeof *a.p);
+    release(&a);
+    release(&b);
+}
+
+/* While no cluster reaches cond_max, `embedded` and `world_space` are `none` bit for bit. */
+static void test_unmarked_is_none(void **state)
+{
+    (void)state;
+    const char *methods[] = {"recluster.method=none", "recluster.method=embedded", "recluster.method=world_space"};
+    double *ref = NULL;
+    for (int k = 0; k < 3; k++) {
+        const char *sets[] = {methods[k], "recluster.cond_max=1e12"};
+        run R;
+        run_start(&R, BAR, sets, k == 0 ? 1 : 2);
+        for (int f = 0; f < 30; f++) run_frame(&R);
+        size_t bytes = 3 * (size_t)R.sim.w.P.n * sizeof(double);
+        if (k == 0) {
+            ref = malloc(bytes);
+            memcpy(ref, R.sim.w.P.x, bytes);
+        } else {
+            assert_memory_equal(ref, R.sim.w.P.x, bytes);
+            assert_int_equal(R.sim.w.nevents, 0);
+        }
+        run_stop(&R);
+    }
+    free(ref);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fade_embedded),
+        cmocka_unit_test(test_fade_world_space),
+        cmocka_unit_test(test_plastic_bar_invariants),
+        cmocka_unit_test(test_embedding_zero_residual),
+        cmocka_unit_test(test_nonlinear_below_linear),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_unmarked_is_none),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
