@@ -145,9 +145,8 @@ static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recl
 
 static int embedded_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
-    (void)w;
     csm_rc_engine *e;
-    if (csm_rc_engine_create(cfg, &e, err)) return -1;
+    if (csm_rc_engine_create(cfg, w, &e, err)) return -1;
     e->build = build_embedded;
     e->embedding_linear = (int)csm_cfg_num(cfg, "embedding") == 1;
     e->embedding_iterations = (int32_t)csm_cfg_num(cfg, "embedding_iterations");

@@ -13,7 +13,7 @@ double csm_rc_fade_factor(const csm_rc_engine *e, int32_t state, int32_t fade)
     return 1.0;
 }
 
-int csm_rc_engine_create(const csm_plugin_cfg *cfg, csm_rc_engine **out, csm_error *err)
+int csm_rc_engine_create(const csm_plugin_cfg *cfg, const csm_world *w, csm_rc_engine **out, csm_error *err)
 {
     csm_rc_engine *e = calloc(1, sizeof *e);
     if (!e) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
@@ -21,6 +21,8 @@ int csm_rc_engine_create(const csm_plugin_cfg *cfg, csm_rc_engine **out, csm_err
     e->fade_out = (int32_t)csm_cfg_num(cfg, "fade_out");
     e->fade_in = (int32_t)csm_cfg_num(cfg, "fade_in");
     e->min_clusters = 1;
+    e->max_clusters = (int32_t)csm_cfg_num(cfg, "max_clusters");
+    if (e->max_clusters == 0) e->max_clusters = 4 * (w->C.k > 0 ? w->C.k : 1);
     *out = e;
     return 0;
 }
@@ -139,6 +141,11 @@ static int add_cluster(csm_rc_engine *e, csm_world *w, int32_t seed, csm_error *
 {
     csm_clusters *C = &w->C;
     csm_recluster_event ev = {0, 0, CSM_EVENT_ADDED, 0, seed, 0, 1.0, NAN, 0, NAN};
+    if (C->k >= e->max_clusters)
+        return csm_fail(err, CSM_EXIT_FAILURE,
+                        "reclustering wants more than max_clusters = %d clusters at t = %g s: runaway "
+                        "reclustering, the simulation has become unstable",
+                        e->max_clusters, w->time);
     if (e->build(e, w, seed, &ev, err)) return -1;
     for (int32_t a = 0; a < e->nnew; a++) e->new_weight[a] = 0; /* set by renormalise */
     int32_t c = csm_clusters_append(C, e->nnew, e->new_member, e->new_wbase, e->new_weight, e->new_p);

@@ -16,7 +16,9 @@
      NULL, {0}, NULL, 0},                                                                                  \
     {"fade_out", CSM_INT, 30, 1, 1e6, "steps over which a marked cluster's weights fade to zero", NULL, {0}, NULL, 0}, \
     {"fade_in", CSM_INT, 10, 1, 1e6, "steps over which an added cluster's weights come to full (fewer than fade_out)", \
-     NULL, {0}, NULL, 0}
+     NULL, {0}, NULL, 0},                                                                                  \
+    {"max_clusters", CSM_INT, 0, 0, 1e9, "stop the run when reclustering makes more clusters than this (0: four times "\
+     "the initial count): runaway reclustering means the simulation has become unstable", NULL, {0}, NULL, 0}
 
 typedef struct csm_rc_engine csm_rc_engine;
 
@@ -30,6 +32,7 @@ struct csm_rc_engine {
     int32_t fade_out;     /* steps over which a marked cluster's weights go to zero */
     int32_t fade_in;      /* steps over which an added cluster's weights come to full */
     int32_t min_clusters; /* a particle in fewer clusters not being removed seeds a new one */
+    int32_t max_clusters; /* more clusters than this stops the run */
     csm_rc_build_fn build;
 
     /* the cluster being built */
@@ -64,8 +67,8 @@ struct csm_rc_engine {
    1 - (f + 1) / fade_out while fading out, f the steps since it was added or marked. */
 double csm_rc_fade_factor(const csm_rc_engine *e, int32_t state, int32_t fade);
 
-/* Read the shared parameters (cond_max, fade_out, fade_in) into a new engine. */
-int csm_rc_engine_create(const csm_plugin_cfg *cfg, csm_rc_engine **out, csm_error *err);
+/* Read the shared parameters (cond_max, fade_out, fade_in, max_clusters) into a new engine. */
+int csm_rc_engine_create(const csm_plugin_cfg *cfg, const csm_world *w, csm_rc_engine **out, csm_error *err);
 void csm_rc_engine_destroy(void *state);
 /* One reclustering pass after a step's plasticity. */
 int csm_rc_engine_apply(csm_world *w, void *state, double h, csm_error *err);

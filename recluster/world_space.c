@@ -42,7 +42,7 @@ static int build_world_space(csm_rc_engine *e, csm_world *w, int32_t seed, csm_r
 static int world_space_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     csm_rc_engine *e;
-    if (csm_rc_engine_create(cfg, &e, err)) return -1;
+    if (csm_rc_engine_create(cfg, w, &e, err)) return -1;
     e->build = build_world_space;
     e->min_clusters = (int32_t)csm_cfg_num(cfg, "min_clusters");
     e->radius = csm_cfg_num(cfg, "radius");

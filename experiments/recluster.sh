@@ -1,0 +1,26 @@
+#!/bin/bash
+# The reclustering experiments (README, Experiments): the rows of Falkenstein 2017 Table 1 --
+# the lambda = 0 compressed beam without reclustering, with `embedded` and with `world_space`, the
+# lambda = 0.1 beam with `embedded`, the twisted beam -- into out/recluster/, then Table 1 (ms per
+# frame by stage) from the logs' /timings/* and the plastic state of each run.
+# Usage: experiments/recluster.sh [path/to/csm]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+csm=${1:-build/csm}
+out=out/recluster
+mkdir -p "$out"
+rows=(beam_compress beam_compress_embedded beam_compress_world_space beam_compress_elastic_embedded beam_twist)
+for name in "${rows[@]}"; do
+    # a run that becomes unstable ends with a failed status and keeps its frames; the table says so
+    "$csm" run "experiments/configs/$name.yaml" -o "$out/$name.h5" --force >/dev/null || true
+done
+logs=("${rows[@]/#/$out/}")
+logs=("${logs[@]/%/.h5}")
+/usr/bin/python3 experiments/analysis/timings.py "${logs[@]}" \
+    --label "beam_compress=Compressed beam (no reclustering)" \
+    --label "beam_compress_embedded=Compressed beam (our algorithm)" \
+    --label "beam_compress_world_space=Compressed beam (no optimization)" \
+    --label "beam_compress_elastic_embedded=Compressed beam (more elastic, our algorithm)" \
+    --label "beam_twist=Twisted beam"
+echo
+/usr/bin/python3 experiments/analysis/plasticity.py "${logs[@]}"
