@@ -1,5 +1,7 @@
 #include "mesh.h"
 
+#include "grow.h"
+
 #include "csm_math.h"
 
 #include <ctype.h>
@@ -29,26 +31,15 @@ typedef struct ibuf {
     int64_t n, cap;
 } ibuf;
 
-/* Room for one more element of `size` bytes in *a (n used of *cap), doubling. */
-static int reserve(void **a, int64_t n, int64_t *cap, size_t size)
-{
-    if (n < *cap) return 0;
-    int64_t grown = *cap ? 2 * *cap : 1024;
-    void *p = realloc(*a, size * (size_t)grown);
-    if (!p) return -1;
-    *a = p;
-    *cap = grown;
-    return 0;
-}
 static int dbuf_push(dbuf *b, double x)
 {
-    if (reserve((void **)&b->a, b->n, &b->cap, sizeof *b->a)) return -1;
+    if (csm_grow((void **)&b->a, &b->cap, b->n + 1, sizeof *b->a)) return -1;
     b->a[b->n++] = x;
     return 0;
 }
 static int ibuf_push(ibuf *b, int32_t x)
 {
-    if (reserve((void **)&b->a, b->n, &b->cap, sizeof *b->a)) return -1;
+    if (csm_grow((void **)&b->a, &b->cap, b->n + 1, sizeof *b->a)) return -1;
     b->a[b->n++] = x;
     return 0;
 }

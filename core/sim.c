@@ -3,6 +3,7 @@
 #include "clustering.h"
 #include "csm_math.h"
 #include "geometry.h"
+#include "grow.h"
 #include "kernel.h"
 
 #include <math.h>
@@ -212,13 +213,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err)
 
 int csm_world_event(csm_world *w, csm_recluster_event e)
 {
-    if (w->nevents == w->cap_events) {
-        int32_t cap = w->cap_events ? 2 * w->cap_events : 64;
-        csm_recluster_event *q = realloc(w->events, (size_t)cap * sizeof *q);
-        if (!q) return -1;
-        w->events = q;
-        w->cap_events = cap;
-    }
+    if (csm_grow((void **)&w->events, &w->cap_events, (int64_t)w->nevents + 1, sizeof *w->events)) return -1;
     e.frame = w->frame;
     e.time = w->time;
     w->events[w->nevents++] = e;

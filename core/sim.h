@@ -46,7 +46,8 @@ typedef struct csm_world {
     int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
     int32_t frame;               /* the frame being computed (frames completed + 1) */
     csm_recluster_event *events; /* reclustering events since the last logged frame */
-    int32_t nevents, cap_events;
+    int32_t nevents;
+    int64_t cap_events;
 } csm_world;
 
 /* Record a reclustering event (stamped with the world's frame and time). Returns -1 when out

@@ -238,13 +238,13 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
 }
 
 int32_t csm_clusters_append(csm_clusters *c, int32_t count, const int32_t *member, const double *wbase,
-                            const double *weight, const double *p)
+                            const double *p)
 {
     if (csm_clusters_reserve(c, c->k + 1, c->m + count, c->n)) return -1;
     int32_t cl = c->k, at = c->m;
     memcpy(&c->member[at], member, (size_t)count * sizeof *member);
     memcpy(&c->wbase[at], wbase, (size_t)count * sizeof *wbase);
-    memcpy(&c->weight[at], weight, (size_t)count * sizeof *weight);
+    memcpy(&c->weight[at], wbase, (size_t)count * sizeof *wbase);
     memcpy(&c->p[3 * at], p, 3 * (size_t)count * sizeof *p);
     for (int32_t j = at; j < at + count; j++) c->mcluster[j] = cl;
     c->offset[cl + 1] = at + count;

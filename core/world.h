@@ -83,11 +83,12 @@ void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, doubl
 /* Room for k clusters and m memberships over n particles (arrays grow by half again at least;
    existing data kept). Returns -1 when out of memory. */
 int csm_clusters_reserve(csm_clusters *c, int32_t k, int32_t m, int32_t n);
-/* Append a cluster (members sorted by particle id, with base weights, weights and rest offsets);
-   its per-cluster state is that of a fresh cluster (F^p = I, active, a new id). The reverse CSR
-   is stale until csm_clusters_relink. Returns the new cluster's index or -1 (out of memory). */
+/* Append a cluster (members sorted by particle id, with base weights and rest offsets); its
+   weights start as the base weights, for the caller to normalise, and its per-cluster state is
+   that of a fresh cluster (F^p = I, active, a new id). The reverse CSR is stale until
+   csm_clusters_relink. Returns the new cluster's index or -1 (out of memory). */
 int32_t csm_clusters_append(csm_clusters *c, int32_t count, const int32_t *member, const double *wbase,
-                            const double *weight, const double *p);
+                            const double *p);
 /* Delete the clusters with drop[c] != 0, keeping the order of the others (reverse CSR stale). */
 void csm_clusters_remove(csm_clusters *c, const unsigned char *drop);
 /* Rebuild the particle -> membership CSR and mcluster after edits. Returns -1 when out of memory. */

@@ -2,6 +2,7 @@
    free space (Eq 21-23) by the fuzzy c-means update with every other centre held. */
 #include "clustering.h"
 #include "engine.h"
+#include "grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,33 +30,14 @@ static const csm_param_spec embedded_params[] = {
 /* Room for the cluster optimisation of np points and k centres. */
 static int fcm_reserve(csm_rc_engine *e, int32_t np, int32_t k)
 {
-    if (np > e->cap_points) {
-        int32_t cap = np > e->cap_points + e->cap_points / 2 ? np : e->cap_points + e->cap_points / 2;
-        free(e->points);
-        free(e->masses);
-        free(e->eligible);
-        e->points = malloc(3 * (size_t)cap * sizeof *e->points);
-        e->masses = malloc((size_t)cap * sizeof *e->masses);
-        e->eligible = malloc((size_t)cap);
-        if (!e->points || !e->masses || !e->eligible) return -1;
-        e->cap_points = cap;
-    }
-    if (k > e->cap_centres) {
-        int32_t cap = k > e->cap_centres + e->cap_centres / 2 ? k : e->cap_centres + e->cap_centres / 2;
-        free(e->centres);
-        free(e->fcm_state);
-        e->centres = malloc(3 * (size_t)cap * sizeof *e->centres);
-        e->fcm_state = malloc((size_t)cap);
-        if (!e->centres || !e->fcm_state) return -1;
-        e->cap_centres = cap;
-    }
-    if ((int64_t)np * k > e->cap_u) {
-        free(e->u);
-        e->cap_u = (int64_t)e->cap_points * e->cap_centres;
-        e->u = malloc((size_t)e->cap_u * sizeof *e->u);
-        if (!e->u) return -1;
-    }
-    return 0;
+    return csm_grow((void **)&e->points, &e->cap_points, 3 * (int64_t)np, sizeof *e->points) ||
+                   csm_grow((void **)&e->masses, &e->cap_masses, np, sizeof *e->masses) ||
+                   csm_grow((void **)&e->eligible, &e->cap_eligible, np, 1) ||
+                   csm_grow((void **)&e->centres, &e->cap_centres, 3 * (int64_t)k, sizeof *e->centres) ||
+                   csm_grow((void **)&e->fcm_state, &e->cap_state, k, 1) ||
+                   csm_grow((void **)&e->u, &e->cap_u, (int64_t)np * k, sizeof *e->u)
+               ? -1
+               : 0;
 }
 
 /* Sec 3.2.2, "Embedding Optimization" and "Cluster Optimization". */

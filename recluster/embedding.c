@@ -1,6 +1,7 @@
 #include "embedding.h"
 
 #include "csm_math.h"
+#include "grow.h"
 #include "kernel.h"
 
 #include <lapacke.h>
@@ -19,18 +20,6 @@ void csm_embedding_free(csm_embedding *E)
     free(E->acc);
     free(E->lin);
     memset(E, 0, sizeof *E);
-}
-
-/* Grow *buf to hold `want` elements of `size` bytes (contents kept). */
-static int grow(void **buf, int64_t *cap, int64_t want, size_t size)
-{
-    if (want <= *cap) return 0;
-    int64_t c = want > *cap + *cap / 2 ? want : *cap + *cap / 2;
-    void *q = realloc(*buf, (size_t)c * size);
-    if (!q) return -1;
-    *buf = q;
-    *cap = c;
-    return 0;
 }
 
 static int reserve(csm_embedding *E, const csm_clusters *C)
@@ -53,13 +42,9 @@ static int reserve(csm_embedding *E, const csm_clusters *C)
     return 0;
 }
 
-static int push(int32_t **list, int32_t *count, int32_t *cap, int32_t value)
+static int push(int32_t **list, int32_t *count, int64_t *cap, int32_t value)
 {
-    if (*count == *cap) {
-        int64_t c = *cap;
-        if (grow((void **)list, &c, (int64_t)*count + 1, sizeof **list)) return -1;
-        *cap = (int32_t)c;
-    }
+    if (csm_grow((void **)list, cap, (int64_t)*count + 1, sizeof **list)) return -1;
     (*list)[(*count)++] = value;
     return 0;
 }
@@ -115,17 +100,10 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
         E->local[q] = a;
         memcpy(&E->e[3 * q], &x[3 * q], 3 * sizeof(double));
     }
-    if (grow((void **)&E->acc, &E->cap_acc, 4 * (int64_t)E->np, sizeof *E->acc)) return -1;
-    if (E->nc > E->cap_fit) { /* room for nc fits, centre and T together */
-        int64_t c = E->nc > E->cap_fit + E->cap_fit / 2 ? E->nc : E->cap_fit + E->cap_fit / 2;
-        double *centre = realloc(E->centre, 3 * (size_t)c * sizeof *centre);
-        if (!centre) return -1;
-        E->centre = centre;
-        double *T = realloc(E->T, 9 * (size_t)c * sizeof *T);
-        if (!T) return -1;
-        E->T = T;
-        E->cap_fit = c;
-    }
+    if (csm_grow((void **)&E->acc, &E->cap_acc, 4 * (int64_t)E->np, sizeof *E->acc)) return -1;
+    if (csm_grow((void **)&E->centre, &E->cap_centre, 3 * (int64_t)E->nc, sizeof *E->centre) ||
+        csm_grow((void **)&E->T, &E->cap_T, 9 * (int64_t)E->nc, sizeof *E->T))
+        return -1;
     return 0;
 }
 
@@ -226,9 +204,8 @@ int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd
 int csm_embed_linear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int32_t seed, double *energy)
 {
     int32_t np = E->np, N = E->np + E->nc;
-    int64_t need = (int64_t)N * N + 3 * (int64_t)N, cap = E->cap_lin;
-    if (grow((void **)&E->lin, &cap, need, sizeof *E->lin)) return -1;
-    E->cap_lin = cap;
+    int64_t need = (int64_t)N * N + 3 * (int64_t)N;
+    if (csm_grow((void **)&E->lin, &E->cap_lin, need, sizeof *E->lin)) return -1;
     double *L = E->lin, *b = E->lin + (int64_t)N * N; /* b row-major N x 3 */
     memset(L, 0, (size_t)need * sizeof *L);
     /* unknowns: particles 0..np-1, then clusters np..N-1; each membership (i, c) is an edge of

@@ -26,8 +26,9 @@ typedef struct csm_embedding {
     double *T;            /* [9nc] R_c F^p_c of the last fit */
     double *acc;          /* [4np] goal sums and weight sums of a Jacobi sweep */
     double *lin;          /* linear embedding: the (np + nc)^2 matrix and 3 right-hand sides */
-    int32_t cap_n, cap_k, cap_np, cap_nc;
-    int64_t cap_acc, cap_fit, cap_lin; /* cap_fit: clusters centre and T have room for */
+    int32_t cap_n, cap_k;
+    int64_t cap_np, cap_nc;
+    int64_t cap_acc, cap_centre, cap_T, cap_lin; /* in doubles */
 } csm_embedding;
 
 void csm_embedding_free(csm_embedding *E);

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include "csm_math.h"
+#include "grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,9 +34,9 @@ void csm_rc_engine_destroy(void *state)
     if (!e) return;
     free(e->new_member);
     free(e->new_wbase);
-    free(e->new_weight);
     free(e->new_p);
     free(e->touched);
+    free(e->touch_list);
     free(e->flag);
     csm_embedding_free(&e->emb);
     free(e->points);
@@ -49,19 +50,11 @@ void csm_rc_engine_destroy(void *state)
 
 int csm_rc_new_reserve(csm_rc_engine *e, int32_t count)
 {
-    if (count <= e->cap_new) return 0;
-    int32_t cap = count > e->cap_new + e->cap_new / 2 ? count : e->cap_new + e->cap_new / 2;
-    int32_t *member = realloc(e->new_member, (size_t)cap * sizeof *member);
-    if (member) e->new_member = member;
-    double *wbase = realloc(e->new_wbase, (size_t)cap * sizeof *wbase);
-    if (wbase) e->new_wbase = wbase;
-    double *weight = realloc(e->new_weight, (size_t)cap * sizeof *weight);
-    if (weight) e->new_weight = weight;
-    double *p = realloc(e->new_p, 3 * (size_t)cap * sizeof *p);
-    if (p) e->new_p = p;
-    if (!member || !wbase || !weight || !p) return -1;
-    e->cap_new = cap;
-    return 0;
+    return csm_grow((void **)&e->new_member, &e->cap_member, count, sizeof *e->new_member) ||
+                   csm_grow((void **)&e->new_wbase, &e->cap_wbase, count, sizeof *e->new_wbase) ||
+                   csm_grow((void **)&e->new_p, &e->cap_p, 3 * (int64_t)count, sizeof *e->new_p)
+               ? -1
+               : 0;
 }
 
 double csm_rc_mean_live_weight(const csm_clusters *C, int32_t i)
@@ -104,6 +97,16 @@ static int is_candidate(const csm_rc_engine *e, const csm_clusters *C, int32_t i
     return live < e->min_clusters;
 }
 
+/* Mark particle i for renormalisation. */
+static int touch(csm_rc_engine *e, int32_t i)
+{
+    if (e->touched[i]) return 0;
+    if (csm_grow((void **)&e->touch_list, &e->cap_touch, e->ntouched + 1, sizeof *e->touch_list)) return -1;
+    e->touched[i] = 1;
+    e->touch_list[e->ntouched++] = i;
+    return 0;
+}
+
 /* w_ic = phi_c wbase_ic / sum_d phi_d wbase_id for each touched particle (so sum_c w_ic = 1),
    then the rest data of every cluster holding one of them (p_ic back about the origin, A_rr).
    Returns -1, or a particle left with no weight in any cluster. */
@@ -111,8 +114,8 @@ static int32_t renormalise(csm_rc_engine *e, csm_world *w)
 {
     csm_clusters *C = &w->C;
     memset(e->flag, 0, (size_t)C->k);
-    for (int32_t i = 0; i < C->n; i++) {
-        if (!e->touched[i]) continue;
+    for (int64_t t = 0; t < e->ntouched; t++) {
+        int32_t i = e->touch_list[t];
         e->touched[i] = 0;
         double sum = 0;
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
@@ -126,6 +129,7 @@ static int32_t renormalise(csm_rc_engine *e, csm_world *w)
             e->flag[c] = 1;
         }
     }
+    e->ntouched = 0;
     for (int32_t c = 0; c < C->k; c++)
         if (e->flag[c]) csm_cluster_rest(C, &w->P, c, NULL);
     return -1;
@@ -147,13 +151,13 @@ static int add_cluster(csm_rc_engine *e, csm_world *w, int32_t seed, csm_error *
                         "reclustering, the simulation has become unstable",
                         e->max_clusters, w->time);
     if (e->build(e, w, seed, &ev, err)) return -1;
-    for (int32_t a = 0; a < e->nnew; a++) e->new_weight[a] = 0; /* set by renormalise */
-    int32_t c = csm_clusters_append(C, e->nnew, e->new_member, e->new_wbase, e->new_weight, e->new_p);
+    int32_t c = csm_clusters_append(C, e->nnew, e->new_member, e->new_wbase, e->new_p);
     if (c < 0 || csm_clusters_relink(C) || reserve_scratch(e, C))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering");
     C->state[c] = CSM_CLUSTER_FADING_IN;
     C->fade[c] = 0;
-    for (int32_t a = 0; a < e->nnew; a++) e->touched[e->new_member[a]] = 1;
+    for (int32_t a = 0; a < e->nnew; a++)
+        if (touch(e, e->new_member[a])) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering");
     int32_t left = renormalise(e, w);
     if (left >= 0) return orphan(left, err);
     ev.cluster = C->id[c];
@@ -196,7 +200,8 @@ int csm_rc_engine_apply(csm_world *w, void *state, double h, csm_error *err)
     for (int32_t c = 0; c < C->k; c++) {
         e->flag[c] = 0;
         if (C->state[c] == CSM_CLUSTER_ACTIVE) continue;
-        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) e->touched[C->member[j]] = 1;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++)
+            if (touch(e, C->member[j])) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering");
         if (C->state[c] == CSM_CLUSTER_FADING_IN && C->fade[c] + 1 >= e->fade_in) {
             C->state[c] = CSM_CLUSTER_ACTIVE;
             C->fade[c] = 0;

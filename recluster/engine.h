@@ -36,13 +36,16 @@ struct csm_rc_engine {
     csm_rc_build_fn build;
 
     /* the cluster being built */
-    int32_t nnew, cap_new;
+    int32_t nnew;
     int32_t *new_member;
-    double *new_wbase, *new_weight, *new_p;
+    double *new_wbase, *new_p;
+    int64_t cap_member, cap_wbase, cap_p;
 
     /* scratch over particles and clusters */
     int32_t cap_n, cap_k;
-    unsigned char *touched; /* [n] particles whose weights change this step */
+    unsigned char *touched; /* [n] particles whose weights change this step ... */
+    int32_t *touch_list;    /* ... and the same particles as a list */
+    int64_t ntouched, cap_touch;
     unsigned char *flag;    /* [k] clusters to drop, then clusters whose rest data change */
 
     /* embedded */
@@ -56,8 +59,7 @@ struct csm_rc_engine {
     double *points, *masses, *centres, *u;
     unsigned char *eligible; /* [np] may join the new cluster */
     unsigned char *fcm_state;
-    int32_t cap_points, cap_centres;
-    int64_t cap_u;
+    int64_t cap_points, cap_masses, cap_eligible, cap_centres, cap_state, cap_u;
 
     /* world_space */
     double radius;
