@@ -946,7 +946,12 @@ static void emit_flow(strbuf *b, const csm_node *n)
     if (n->kind == CSM_NODE_SCALAR) {
         emit_scalar(b, n);
     } else if (n->kind == CSM_NODE_MAP) {
-        sb_printf(b, "{}");
+        sb_printf(b, "{");
+        for (int k = 0; k < n->nchild; k++) {
+            sb_printf(b, "%s%s: ", k ? ", " : "", n->child[k]->key);
+            emit_flow(b, n->child[k]);
+        }
+        sb_printf(b, "}");
     } else {
         sb_printf(b, "[");
         for (int k = 0; k < n->nchild; k++) {
@@ -981,6 +986,76 @@ static void emit_block(strbuf *b, const csm_node *n, int indent, int inline_firs
             emit_block(b, c, indent + 2, 0);
         }
     }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* sweep: key paths to lists of values (DESIGN.md "Configs"); the run set is their product.   */
+
+static void free_sweep(csm_config *cfg)
+{
+    for (int a = 0; a < cfg->nsweep; a++) {
+        for (int k = 0; k < cfg->sweep[a].nvalues; k++) free(cfg->sweep[a].values[k]);
+        free(cfg->sweep[a].values);
+        free(cfg->sweep[a].key);
+    }
+    free(cfg->sweep);
+    cfg->sweep = NULL;
+    cfg->nsweep = 0;
+}
+
+/* Takes `sweep` out of root (so the run's own config never holds it) into cfg->sweep. */
+static int parse_sweep(csm_node *root, csm_config *cfg, csm_error *err)
+{
+    csm_node *sw = map_get(root, "sweep");
+    if (!sw) return 0;
+    for (int k = 0; k < root->nchild; k++)
+        if (root->child[k] == sw) {
+            memmove(root->child + k, root->child + k + 1, (size_t)(root->nchild - k - 1) * sizeof *root->child);
+            root->nchild--;
+            break;
+        }
+    int rc = 0;
+    char wbuf[512];
+    if (sw->kind == CSM_NODE_SCALAR && (!strcmp(sw->text, "") || !strcmp(sw->text, "null") || !strcmp(sw->text, "~")))
+        goto done; /* "sweep:" with nothing after it */
+    if (sw->kind != CSM_NODE_MAP) {
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep must be a mapping of key paths to lists "
+                      "(sweep: {solver.alpha: [0.1, 0.5]})", where(sw, wbuf, sizeof wbuf));
+        goto done;
+    }
+    cfg->sweep = calloc((size_t)sw->nchild + 1, sizeof *cfg->sweep);
+    if (!cfg->sweep) abort();
+    for (int a = 0; a < sw->nchild; a++) {
+        csm_node *c = sw->child[a];
+        if (c->kind != CSM_NODE_SEQ) {
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep.%s must be a list of values ([a, b, ...])",
+                          where(c, wbuf, sizeof wbuf), c->key);
+            goto done;
+        }
+        if (c->nchild == 0) {
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep.%s is an empty list (a sweep needs at least one value)",
+                          where(c, wbuf, sizeof wbuf), c->key);
+            goto done;
+        }
+        if (!c->key[0] || c->key[0] == '.' || c->key[strlen(c->key) - 1] == '.' || strstr(c->key, "..")) {
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep key '%s' is not a key path (like solver.alpha)",
+                          where(c, wbuf, sizeof wbuf), c->key);
+            goto done;
+        }
+        csm_sweep_axis *ax = &cfg->sweep[cfg->nsweep++];
+        ax->key = dupstr(c->key, strlen(c->key));
+        ax->line = c->line;
+        ax->values = calloc((size_t)c->nchild, sizeof *ax->values);
+        if (!ax->values) abort();
+        for (int k = 0; k < c->nchild; k++) {
+            strbuf b = {0};
+            emit_flow(&b, c->child[k]);
+            ax->values[ax->nvalues++] = b.s ? b.s : dupstr("\"\"", 2);
+        }
+    }
+done:
+    node_free(sw);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1084,6 +1159,7 @@ void csm_config_free(csm_config *cfg)
     free(cfg->name);
     free(cfg->output_path);
     free(cfg->resolved);
+    free_sweep(cfg);
     node_free(cfg->root);
     memset(cfg, 0, sizeof *cfg);
 }
@@ -1146,11 +1222,12 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
     }
     for (int k = 0; k < noverrides; k++)
         if (apply_override(cfg->root, overrides[k], k + 1, err)) goto fail;
+    if (parse_sweep(cfg->root, cfg, err)) goto fail;
     if (load_plugins(cfg->root, path, err)) goto fail;
 
     csm_node *root = cfg->root;
     static const char *const top_sections[] = {"time", "objects", "clustering", "solver", "plasticity",
-                                               "recluster", "forces", "colliders", "output", "plugins", NULL};
+                                               "recluster", "forces", "colliders", "output", "plugins", "sweep", NULL};
     csm_value top[3] = {{0}};
     if (parse_fixed(root, "", top_params, top_sections, top, err)) {
         free(top[0].str);

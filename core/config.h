@@ -41,6 +41,15 @@ typedef struct csm_object_cfg {
     int npin_index;
 } csm_object_cfg;
 
+/* One key of a config's `sweep:` mapping: a key path and its values, each as YAML flow text
+   ready for an override ("key.path=value"). */
+typedef struct csm_sweep_axis {
+    char *key;
+    char **values;
+    int nvalues;
+    int line;                 /* of the key in the config */
+} csm_sweep_axis;
+
 typedef struct csm_config {
     char *file;               /* path of the config */
     char *name;
@@ -58,11 +67,15 @@ typedef struct csm_config {
     char *output_path;
     int32_t output_every;
     int output_goals;
+    csm_sweep_axis *sweep;    /* the `sweep:` mapping, in the order written; not part of the run */
+    int nsweep;
     csm_node *root;           /* resolved tree (defaults filled in) */
     char *resolved;           /* the resolved tree as YAML text */
 } csm_config;
 
-/* Load, override, validate. overrides are "key.path=value" strings. */
+/* Load, override, validate. overrides are "key.path=value" strings. A `sweep:` mapping of key
+   paths to non-empty lists is taken out of the tree into cfg->sweep (the base config is the run
+   without it); `--set sweep={}` drops it. */
 int csm_config_load(const char *path, const char *const *overrides, int noverrides,
                     csm_config *cfg, csm_error *err);
 void csm_config_free(csm_config *cfg);

@@ -250,6 +250,61 @@ static void write_param_attrs(hid_t file, const char *section, const csm_plugin_
     }
 }
 
+int csm_log_string_attr(hid_t obj, const char *name, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t t = H5Aget_type(a);
+    int rc = -1;
+    if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t)) {
+        char *value = NULL;
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5T_CSET_UTF8);
+        if (H5Aread(a, mt, &value) >= 0 && value) {
+            snprintf(buf, size, "%s", value);
+            H5free_memory(value);
+            rc = 0;
+        }
+        H5Tclose(mt);
+    } else if (H5Tget_class(t) == H5T_STRING) {
+        size_t len = H5Tget_size(t);
+        char *tmp = malloc(len + 1);
+        if (tmp && H5Aread(a, t, tmp) >= 0) {
+            tmp[len] = '\0';
+            snprintf(buf, size, "%s", tmp);
+            rc = 0;
+        }
+        free(tmp);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+int csm_log_status(const char *path, char *status, int size, int64_t *frames)
+{
+    status[0] = '\0';
+    *frames = -1;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0) return -1;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return -1;
+    int rc = csm_log_string_attr(f, "status", status, (size_t)size);
+    if (H5Lexists(f, "/frames/time", H5P_DEFAULT) > 0) {
+        hid_t ds = H5Dopen2(f, "/frames/time", H5P_DEFAULT);
+        hid_t sp = H5Dget_space(ds);
+        hsize_t dim = 0;
+        if (H5Sget_simple_extent_ndims(sp) == 1) H5Sget_simple_extent_dims(sp, &dim, NULL);
+        *frames = (int64_t)dim;
+        H5Sclose(sp);
+        H5Dclose(ds);
+    }
+    H5Fclose(f);
+    return rc;
+}
+
 void csm_log_xdmf_path(const char *h5path, char *buf, int size)
 {
     const char *dot = strrchr(h5path, '.'), *slash = strrchr(h5path, '/');

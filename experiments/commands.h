@@ -9,5 +9,6 @@ int csm_cmd_run(int argc, char **argv);
 int csm_cmd_check(int argc, char **argv);
 int csm_cmd_list(int argc, char **argv);
 int csm_cmd_info(int argc, char **argv);
+int csm_cmd_sweep(int argc, char **argv);
 
 #endif

@@ -12,6 +12,8 @@ static void usage(FILE *f)
             "\n"
             "usage:\n"
             "  csm run CONFIG [-o OUT.h5] [--set key=value]... [--frames N] [--threads N] [--force]\n"
+            "  csm sweep CONFIG [-o DIR] [--set key=value]... [--frames N] [--jobs N] [--threads N]\n"
+            "            [--shard K/N] [--list]          every run of the config's sweep: one log each + index.csv\n"
             "  csm check CONFIG [--set key=value]...   validate, print the resolved config\n"
             "  csm list                                every plugin with its parameters\n"
             "  csm info OUT.h5                         what a log holds\n",
@@ -38,6 +40,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return csm_cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return csm_cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return csm_cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "csm: unknown command '%s' (run, check, list, info)\n", cmd);
+    if (!strcmp(cmd, "sweep")) return csm_cmd_sweep(argc - 1, argv + 1);
+    fprintf(stderr, "csm: unknown command '%s' (run, sweep, check, list, info)\n", cmd);
     return 2;
 }

@@ -9,39 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int read_string_attr(hid_t obj, const char *name, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    if (H5Aexists(obj, name) <= 0) return -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    hid_t t = H5Aget_type(a);
-    int rc = -1;
-    if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t)) {
-        char *value = NULL;
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        H5Tset_cset(mt, H5T_CSET_UTF8);
-        if (H5Aread(a, mt, &value) >= 0 && value) {
-            snprintf(buf, size, "%s", value);
-            H5free_memory(value);
-            rc = 0;
-        }
-        H5Tclose(mt);
-    } else if (H5Tget_class(t) == H5T_STRING) {
-        size_t len = H5Tget_size(t);
-        char *tmp = malloc(len + 1);
-        if (tmp && H5Aread(a, t, tmp) >= 0) {
-            tmp[len] = '\0';
-            snprintf(buf, size, "%s", tmp);
-            rc = 0;
-        }
-        free(tmp);
-    }
-    H5Tclose(t);
-    H5Aclose(a);
-    return rc;
-}
-
 static int64_t read_int_attr(hid_t obj, const char *name)
 {
     int64_t v = -1;
@@ -85,7 +52,7 @@ static herr_t print_object(hid_t obj, const char *name, const H5O_info_t *info, 
         snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%llu%s", (unsigned long long)dims[k],
                  k + 1 < rank ? ", " : rank == 1 ? ",)" : ")");
     char desc[512];
-    read_string_attr(ds, "description", desc, sizeof desc);
+    csm_log_string_attr(ds, "description", desc, sizeof desc);
     printf("  /%-32s %-16s %s\n", name, shape, desc);
     H5Sclose(sp);
     H5Dclose(ds);
@@ -152,7 +119,7 @@ int csm_cmd_info(int argc, char **argv)
     const char *attrs[] = {"name", "status", "csm_version", "git_commit", "integrator", "rotation", "svd",
                            "clustering", "plasticity", "reclusterer", "config_file"};
     for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
-        if (read_string_attr(f, attrs[k], s, sizeof s) == 0) printf("  %-14s %s\n", attrs[k], s);
+        if (csm_log_string_attr(f, attrs[k], s, sizeof s) == 0) printf("  %-14s %s\n", attrs[k], s);
     printf("  %-14s %lld\n", "seed", (long long)read_int_attr(f, "seed"));
     printf("  %-14s %lld\n", "threads", (long long)read_int_attr(f, "threads"));
     int64_t n = read_int_attr(f, "particles");

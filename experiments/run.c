@@ -141,6 +141,9 @@ int csm_cmd_run(int argc, char **argv)
         fprintf(stderr, "csm: %s\n", err.msg);
         return err.code ? err.code : 2;
     }
+    if (cfg.nsweep > 0)
+        fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
+                a.config);
     csm_set_threads(a.threads);
     const char *path = cfg.output_path;
     struct stat st;
@@ -260,6 +263,13 @@ int csm_cmd_check(int argc, char **argv)
         return err.code ? err.code : 1;
     }
     fputs(cfg.resolved, stdout);
+    if (cfg.nsweep > 0) {
+        long runs = 1;
+        for (int k = 0; k < cfg.nsweep; k++) runs *= cfg.sweep[k].nvalues;
+        fprintf(stderr, "csm: sweep: %ld runs over", runs);
+        for (int k = 0; k < cfg.nsweep; k++) fprintf(stderr, "%s %s (%d)", k ? " x" : "", cfg.sweep[k].key, cfg.sweep[k].nvalues);
+        fprintf(stderr, "; the config above is the base run\n");
+    }
     fprintf(stderr, "csm: %s is valid: %d objects, %d particles, %d clusters, %d memberships\n", a.config,
             cfg.nobjects, sim.w.P.n, sim.w.C.k, sim.w.C.m);
     csm_sim_destroy(&sim);

@@ -1,0 +1,609 @@
+/* csm sweep: the runs of a config's `sweep:` mapping (the cartesian product of its lists, first
+   key slowest), one `csm run` process and one log per run. A run is named by a short hash of its
+   resolved config, so rerunning a sweep skips every run whose log finished with status ok, and a
+   sweep grown by one value runs only the new ones. Logs are written under .partial/ and moved
+   into place when their process ends; an index (index.csv) lists every run of the sweep with its
+   swept values, status, frames, wall time and log. `--shard K/N` (or a Slurm job array) runs
+   every N-th run. */
+#include "commands.h"
+
+#include "config.h"
+#include "log.h"
+#include "sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct sweep_run {
+    int *pick;      /* value index per axis */
+    char id[16];    /* short hash of the resolved config */
+    pid_t pid;      /* while its process runs */
+    double started;
+} sweep_run;
+
+typedef struct sweep_args {
+    const char *config, *dir;
+    const char **sets;
+    int nsets;
+    int jobs, threads, list, shard_k, shard_n;
+    char frames_set[64];
+} sweep_args;
+
+typedef struct sweep {
+    sweep_args a;
+    csm_config base;
+    sweep_run *runs;
+    int nruns;
+    char dir[4096], self[4096];
+} sweep;
+
+static const char *usage_line =
+    "usage: csm sweep CONFIG [-o DIR] [--set key=value]... [--frames N] [--jobs N] [--threads N] "
+    "[--shard K/N] [--list]";
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+/* FNV-1a, 64 bits; the first 12 hex digits name a run. */
+static void short_hash(const char *text, char id[16])
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        h ^= *c;
+        h *= 1099511628211ull;
+    }
+    snprintf(id, 16, "%012llx", (unsigned long long)(h >> 16));
+}
+
+static int cores(void)
+{
+    const char *s = getenv("SLURM_CPUS_PER_TASK");
+    long n = s ? strtol(s, NULL, 10) : 0;
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (int)n;
+}
+
+static int parse_count(const char *opt, const char *text, int min, int *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < min || v > 1000000) {
+        fprintf(stderr, "csm: %s %s: expected an integer of at least %d\n", opt, text, min);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_shard(const char *what, const char *k, const char *n, int *sk, int *sn)
+{
+    char *e1, *e2;
+    long K = strtol(k, &e1, 10), N = strtol(n, &e2, 10);
+    if (!*k || !*n || *e1 || *e2 || N < 1 || K < 0 || K >= N) {
+        fprintf(stderr, "csm: %s: expected K/N with 0 <= K < N (got %s/%s)\n", what, k, n);
+        return -1;
+    }
+    *sk = (int)K;
+    *sn = (int)N;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, sweep_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->shard_n = 1;
+    a->sets = calloc((size_t)argc + 2, sizeof *a->sets);
+    if (!a->sets) abort();
+    int have_shard = 0;
+    for (int k = 1; k < argc; k++) {
+        const char *s = argv[k], *next = k + 1 < argc ? argv[k + 1] : NULL;
+        if (!strcmp(s, "--set") && next) {
+            a->sets[a->nsets++] = argv[++k];
+        } else if (!strncmp(s, "--set=", 6)) {
+            a->sets[a->nsets++] = s + 6;
+        } else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && next) {
+            a->dir = argv[++k];
+        } else if (!strcmp(s, "--frames") && next) {
+            int f;
+            if (parse_count(s, argv[++k], 0, &f)) return -1;
+            snprintf(a->frames_set, sizeof a->frames_set, "time.frames=%d", f);
+        } else if (!strcmp(s, "--jobs") && next) {
+            if (parse_count(s, argv[++k], 1, &a->jobs)) return -1;
+        } else if (!strcmp(s, "--threads") && next) {
+            if (parse_count(s, argv[++k], 1, &a->threads)) return -1;
+        } else if (!strcmp(s, "--shard") && next) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", argv[++k]);
+            char *slash = strchr(buf, '/');
+            if (!slash) {
+                fprintf(stderr, "csm: --shard %s: expected K/N\n", buf);
+                return -1;
+            }
+            *slash = '\0';
+            if (parse_shard("--shard", buf, slash + 1, &a->shard_k, &a->shard_n)) return -1;
+            have_shard = 1;
+        } else if (!strcmp(s, "--list")) {
+            a->list = 1;
+        } else if (s[0] == '-' && s[1]) {
+            fprintf(stderr, "csm: unknown or incomplete option '%s'\n", s);
+            return -1;
+        } else if (!a->config) {
+            a->config = s;
+        } else {
+            fprintf(stderr, "csm: unexpected argument '%s'\n", s);
+            return -1;
+        }
+    }
+    if (!a->config) {
+        fprintf(stderr, "csm: missing CONFIG\n");
+        return -1;
+    }
+    if (a->frames_set[0]) a->sets[a->nsets++] = a->frames_set;
+    const char *tid = getenv("SLURM_ARRAY_TASK_ID"), *tcount = getenv("SLURM_ARRAY_TASK_COUNT");
+    if (!have_shard && tid && tcount) {
+        /* an array 1-32 numbers its tasks from SLURM_ARRAY_TASK_MIN */
+        const char *tmin = getenv("SLURM_ARRAY_TASK_MIN");
+        char k[32];
+        snprintf(k, sizeof k, "%ld", strtol(tid, NULL, 10) - (tmin ? strtol(tmin, NULL, 10) : 0));
+        if (parse_shard("SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT", k, tcount, &a->shard_k, &a->shard_n))
+            return -1;
+    }
+    int c = cores();
+    if (!a->jobs) a->jobs = c;
+    if (!a->threads) a->threads = c / a->jobs > 1 ? c / a->jobs : 1;
+    return 0;
+}
+
+/* The overrides of run r: the command line's, then one per swept key. Strings are malloc'ed. */
+static char **run_overrides(const sweep *s, const sweep_run *r, int *count)
+{
+    int na = s->base.nsweep;
+    char **o = calloc((size_t)(s->a.nsets + na), sizeof *o);
+    if (!o) abort();
+    for (int k = 0; k < s->a.nsets; k++) o[k] = strdup(s->a.sets[k]);
+    for (int k = 0; k < na; k++) {
+        const csm_sweep_axis *ax = &s->base.sweep[k];
+        size_t len = strlen(ax->key) + strlen(ax->values[r->pick[k]]) + 2;
+        o[s->a.nsets + k] = malloc(len);
+        if (!o[s->a.nsets + k]) abort();
+        snprintf(o[s->a.nsets + k], len, "%s=%s", ax->key, ax->values[r->pick[k]]);
+    }
+    *count = s->a.nsets + na;
+    return o;
+}
+
+static void free_strings(char **o, int n)
+{
+    for (int k = 0; k < n; k++) free(o[k]);
+    free(o);
+}
+
+static void describe(const sweep *s, const sweep_run *r, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < s->base.nsweep; k++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s=%s", k ? " " : "", s->base.sweep[k].key, s->base.sweep[k].values[r->pick[k]]);
+    }
+}
+
+/* Expand the product, resolve every run's config (a bad value stops the sweep before anything
+   runs) and name each run by its hash. Runs that resolve to the same config run once. */
+static int plan(sweep *s, csm_error *err)
+{
+    int na = s->base.nsweep;
+    long total = 1;
+    for (int k = 0; k < na; k++) {
+        total *= s->base.sweep[k].nvalues;
+        if (total > 1000000) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the sweep has over a million runs", s->a.config);
+    }
+    s->runs = calloc((size_t)total, sizeof *s->runs);
+    if (!s->runs) abort();
+    for (long i = 0; i < total; i++) {
+        sweep_run *r = &s->runs[s->nruns];
+        r->pick = calloc((size_t)na + 1, sizeof *r->pick);
+        if (!r->pick) abort();
+        long rem = i;
+        for (int k = na - 1; k >= 0; k--) {
+            r->pick[k] = (int)(rem % s->base.sweep[k].nvalues);
+            rem /= s->base.sweep[k].nvalues;
+        }
+        int no;
+        char **o = run_overrides(s, r, &no);
+        csm_config cfg;
+        csm_error e = {{0}, 0};
+        int rc = csm_config_load(s->a.config, (const char *const *)o, no, &cfg, &e);
+        free_strings(o, no);
+        if (rc) {
+            /* an error in a swept value names the sweep's key and line, not the override */
+            int which = 0, skip = 0;
+            if (sscanf(e.msg, "--set #%d: %n", &which, &skip) == 1 && skip > 0 && which > s->a.nsets) {
+                const csm_sweep_axis *ax = &s->base.sweep[which - s->a.nsets - 1];
+                csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: sweep %s = %s: %s", s->a.config, ax->line, ax->key,
+                         ax->values[r->pick[which - s->a.nsets - 1]], e.msg + skip);
+            } else {
+                char what[1024];
+                describe(s, r, what, sizeof what);
+                csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep run %ld (%s): %s", s->a.config, i, what, e.msg);
+            }
+            free(r->pick);
+            return -1;
+        }
+        short_hash(cfg.resolved, r->id);
+        csm_config_free(&cfg);
+        int dup = -1;
+        for (int j = 0; j < s->nruns && dup < 0; j++)
+            if (!strcmp(s->runs[j].id, r->id)) dup = j;
+        if (dup >= 0) {
+            fprintf(stderr, "csm: note: sweep run %ld resolves to the same config as run %s; it runs once\n", i, r->id);
+            free(r->pick);
+            continue;
+        }
+        s->nruns++;
+    }
+    return 0;
+}
+
+static void path_of(const sweep *s, const char *id, const char *ext, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s%s", s->dir, id, ext);
+}
+
+/* The status of a run from its record (<id>.run, written when its process ended), else from
+   its log; "pending" when it has neither. */
+typedef struct run_state {
+    char status[1100];
+    long frames;
+    double wall;
+    int have_wall;
+} run_state;
+
+static void read_state(const sweep *s, const sweep_run *r, run_state *st)
+{
+    memset(st, 0, sizeof *st);
+    st->frames = -1;
+    char path[4200];
+    path_of(s, r->id, ".run", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        char line[1200];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            if (!strncmp(line, "status=", 7)) snprintf(st->status, sizeof st->status, "%.1090s", line + 7);
+            else if (!strncmp(line, "frames=", 7)) st->frames = strtol(line + 7, NULL, 10);
+            else if (!strncmp(line, "wall_s=", 7)) st->wall = strtod(line + 7, NULL), st->have_wall = 1;
+        }
+        fclose(f);
+        if (st->status[0]) return;
+    }
+    path_of(s, r->id, ".h5", path, sizeof path);
+    int64_t frames;
+    if (access(path, F_OK) == 0 && csm_log_status(path, st->status, sizeof st->status, &frames) == 0) {
+        st->frames = (long)frames;
+        return;
+    }
+    snprintf(st->status, sizeof st->status, "pending");
+}
+
+static int log_is_ok(const sweep *s, const sweep_run *r)
+{
+    char path[4200], status[64];
+    int64_t frames;
+    path_of(s, r->id, ".h5", path, sizeof path);
+    return access(path, F_OK) == 0 && csm_log_status(path, status, sizeof status, &frames) == 0 &&
+           !strcmp(status, "ok");
+}
+
+static void csv_field(FILE *f, const char *text, int last)
+{
+    if (strpbrk(text, ",\"\n\r")) {
+        fputc('"', f);
+        for (const char *c = text; *c; c++) {
+            if (*c == '"') fputc('"', f);
+            fputc(*c == '\n' || *c == '\r' ? ' ' : *c, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(text, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+/* Rewrite index.csv from every run's state: written to a temporary file and renamed, so shards
+   writing at once each leave a whole index behind. */
+static int write_index(const sweep *s, csm_error *err)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/index.csv", s->dir);
+    snprintf(tmp, sizeof tmp, "%s/.index.csv.%ld", s->dir, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the index: %s", tmp, strerror(errno));
+    csv_field(f, "run", 0);
+    for (int k = 0; k < s->base.nsweep; k++) csv_field(f, s->base.sweep[k].key, 0);
+    fputs("status,frames,wall_s,path\n", f);
+    for (int i = 0; i < s->nruns; i++) {
+        const sweep_run *r = &s->runs[i];
+        run_state st;
+        read_state(s, r, &st);
+        csv_field(f, r->id, 0);
+        for (int k = 0; k < s->base.nsweep; k++) csv_field(f, s->base.sweep[k].values[r->pick[k]], 0);
+        csv_field(f, st.status, 0);
+        if (st.frames >= 0) fprintf(f, "%ld,", st.frames);
+        else fputc(',', f);
+        if (st.have_wall) fprintf(f, "%.3f,", st.wall);
+        else fputc(',', f);
+        char logpath[4200];
+        path_of(s, r->id, ".h5", logpath, sizeof logpath);
+        fprintf(f, "%s\n", access(logpath, F_OK) == 0 ? logpath + strlen(s->dir) + 1 : "");
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the index: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+static pid_t launch(const sweep *s, sweep_run *r, csm_error *err)
+{
+    int no;
+    char **o = run_overrides(s, r, &no);
+    char partial[4300], logpath[4200], threads[32];
+    snprintf(partial, sizeof partial, "%s/.partial/%s.h5", s->dir, r->id);
+    path_of(s, r->id, ".log", logpath, sizeof logpath);
+    snprintf(threads, sizeof threads, "%d", s->a.threads);
+    const char **argv = calloc((size_t)(2 * no + 16), sizeof *argv);
+    if (!argv) abort();
+    int n = 0;
+    argv[n++] = "csm";
+    argv[n++] = "run";
+    argv[n++] = s->a.config;
+    for (int k = 0; k < no; k++) {
+        argv[n++] = "--set";
+        argv[n++] = o[k];
+    }
+    argv[n++] = "--set"; /* the run itself is no sweep */
+    argv[n++] = "sweep={}";
+    argv[n++] = "-o";
+    argv[n++] = partial;
+    argv[n++] = "--force";
+    argv[n++] = "--threads";
+    argv[n++] = threads;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(s->self, (char *const *)argv);
+        fprintf(stderr, "csm: cannot start %s: %s\n", s->self, strerror(errno));
+        _exit(127);
+    }
+    free(argv);
+    free_strings(o, no);
+    if (pid < 0) return csm_fail(err, CSM_EXIT_FAILURE, "cannot start a run: %s", strerror(errno));
+    r->pid = pid;
+    r->started = csm_now();
+    return pid;
+}
+
+/* The last "csm: " line of a run's output: why it stopped when it left no log. */
+static void last_error_line(const char *logpath, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(logpath, "r");
+    if (!f) return;
+    char line[1200];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!strncmp(line, "csm: ", 5) && strncmp(line, "csm: log (", 10) && strncmp(line, "csm: note:", 10))
+            snprintf(buf, size, "%.1090s", line + 5);
+    }
+    fclose(f);
+}
+
+/* A run's process ended: move its log into place, write its record. Returns 1 when it is ok. */
+static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_t size)
+{
+    double wall = csm_now() - r->started;
+    char partial[4300], final[4200], pxmf[4300], fxmf[4200], logpath[4200];
+    snprintf(partial, sizeof partial, "%s/.partial/%s.h5", s->dir, r->id);
+    path_of(s, r->id, ".h5", final, sizeof final);
+    csm_log_xdmf_path(partial, pxmf, sizeof pxmf);
+    csm_log_xdmf_path(final, fxmf, sizeof fxmf);
+    path_of(s, r->id, ".log", logpath, sizeof logpath);
+    int64_t frames = -1;
+    int have_log = access(partial, F_OK) == 0;
+    char logstatus[1100] = "";
+    if (have_log) csm_log_status(partial, logstatus, sizeof logstatus, &frames);
+    int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    if (code == 0 && !strcmp(logstatus, "ok")) {
+        snprintf(status, size, "ok");
+    } else if (logstatus[0] && strcmp(logstatus, "running") && strcmp(logstatus, "ok")) {
+        snprintf(status, size, "%s", logstatus);
+    } else {
+        char why[1100];
+        last_error_line(logpath, why, sizeof why);
+        if (WIFSIGNALED(wstatus))
+            snprintf(status, size, "failed: killed by signal %d%s", WTERMSIG(wstatus), have_log ? " (log kept)" : "");
+        else if (why[0])
+            snprintf(status, size, "failed: %s", why);
+        else
+            snprintf(status, size, "failed: exit status %d", code);
+    }
+    if (have_log) {
+        rename(partial, final);
+        if (access(pxmf, F_OK) == 0) rename(pxmf, fxmf);
+    }
+    char rec[4200], tmp[4300];
+    path_of(s, r->id, ".run", rec, sizeof rec);
+    snprintf(tmp, sizeof tmp, "%s.tmp", rec);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fprintf(f, "status=%s\nframes=%lld\nwall_s=%.3f\nexit=%d\n", status, (long long)frames, wall, code);
+        if (fclose(f) == 0) rename(tmp, rec);
+    }
+    r->pid = 0;
+    return !strcmp(status, "ok");
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path, csm_error *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    return 0;
+}
+
+static int execute(sweep *s, int *selected, int nsel)
+{
+    csm_error err = {{0}, 0};
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/.partial", s->dir);
+    if (make_dirs(sub, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: waitpid returns on a signal */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    int tty = isatty(STDERR_FILENO);
+    int ok = 0, failed = 0, skipped = 0, running = 0, next = 0, done = 0;
+    /* runs already finished with status ok are skipped */
+    int *todo = calloc((size_t)nsel + 1, sizeof *todo), ntodo = 0;
+    if (!todo) abort();
+    for (int k = 0; k < nsel; k++) {
+        if (log_is_ok(s, &s->runs[selected[k]])) skipped++;
+        else todo[ntodo++] = selected[k];
+    }
+    fprintf(stderr, "csm: sweep %s: %d runs%s, %d to run (%d already ok), %d at a time, %d thread%s each -> %s\n",
+            s->base.name, nsel, s->a.shard_n > 1 ? " in this shard" : "", ntodo, skipped, s->a.jobs, s->a.threads,
+            s->a.threads > 1 ? "s" : "", s->dir);
+    if (write_index(s, &err)) fprintf(stderr, "csm: %s\n", err.msg);
+    int forwarded = 0;
+    while (next < ntodo || running > 0) {
+        if (stop_signal && !forwarded) {
+            for (int k = 0; k < nsel; k++)
+                if (s->runs[selected[k]].pid > 0) kill(s->runs[selected[k]].pid, (int)stop_signal);
+            forwarded = 1;
+        }
+        if (!stop_signal && next < ntodo && running < s->a.jobs) {
+            if (launch(s, &s->runs[todo[next]], &err) < 0) {
+                fprintf(stderr, "csm: %s\n", err.msg);
+                break;
+            }
+            next++;
+            running++;
+            continue;
+        }
+        if (running == 0) break;
+        int ws;
+        pid_t pid = waitpid(-1, &ws, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int k = 0; k < nsel; k++) {
+            sweep_run *r = &s->runs[selected[k]];
+            if (r->pid != pid) continue;
+            char status[1200], what[2048];
+            int good = finish(s, r, ws, status, sizeof status);
+            running--;
+            done++;
+            good ? ok++ : failed++;
+            if (write_index(s, &err)) fprintf(stderr, "csm: %s\n", err.msg);
+            if (tty) {
+                describe(s, r, what, sizeof what);
+                fprintf(stderr, "[%d/%d] %s %-8.60s %7.1f s  %s\n", done, ntodo, r->id, status,
+                        csm_now() - r->started, what);
+            }
+            break;
+        }
+    }
+    free(todo);
+    printf("sweep %s: %d ok, %d failed, %d skipped (already ok)%s; index: %s/index.csv\n", s->base.name, ok,
+           failed, skipped, stop_signal ? ", interrupted" : "", s->dir);
+    if (stop_signal) return 130;
+    return failed ? 1 : 0;
+}
+
+int csm_cmd_sweep(int argc, char **argv)
+{
+    sweep s;
+    memset(&s, 0, sizeof s);
+    if (parse_args(argc, argv, &s.a)) {
+        free(s.a.sets);
+        fprintf(stderr, "%s\n", usage_line);
+        return 2;
+    }
+    csm_error err = {{0}, 0};
+    int rc = 2;
+    if (csm_config_load(s.a.config, s.a.sets, s.a.nsets, &s.base, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        free(s.a.sets);
+        return err.code ? err.code : 2;
+    }
+    if (s.a.dir) snprintf(s.dir, sizeof s.dir, "%s", s.a.dir);
+    else snprintf(s.dir, sizeof s.dir, "out/%s", s.base.name);
+    size_t len = strlen(s.dir);
+    while (len > 1 && s.dir[len - 1] == '/') s.dir[--len] = '\0';
+    ssize_t n = readlink("/proc/self/exe", s.self, sizeof s.self - 1);
+    if (n > 0) s.self[n] = '\0';
+    else snprintf(s.self, sizeof s.self, "%s", argv[0]);
+
+    int *selected = NULL, nsel = 0;
+    if (plan(&s, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        goto done;
+    }
+    selected = calloc((size_t)s.nruns + 1, sizeof *selected);
+    if (!selected) abort();
+    for (int i = 0; i < s.nruns; i++)
+        if (i % s.a.shard_n == s.a.shard_k) selected[nsel++] = i;
+    if (s.a.list) {
+        for (int k = 0; k < nsel; k++) {
+            char what[2048];
+            run_state st;
+            describe(&s, &s.runs[selected[k]], what, sizeof what);
+            read_state(&s, &s.runs[selected[k]], &st);
+            printf("%s\t%.60s\t%s\n", s.runs[selected[k]].id, st.status, what);
+        }
+        rc = 0;
+        goto done;
+    }
+    if (make_dirs(s.dir, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        goto done;
+    }
+    rc = execute(&s, selected, nsel);
+done:
+    free(selected);
+    for (int i = 0; i < s.nruns; i++) free(s.runs[i].pick);
+    free(s.runs);
+    csm_config_free(&s.base);
+    free(s.a.sets);
+    return rc;
+}
