@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Falkenstein 2017 Table 1 from csm logs: ms per frame by stage, one Markdown row per log.
 
-    /usr/bin/python3 experiments/analysis/timings.py out/recluster/*.h5 [--label NAME=TEXT ...]
+    /usr/bin/python3 experiments/analysis/timings.py RUNS... [--label NAME=TEXT ...]
+
+RUNS are .h5 logs and sweep folders (a sweep's runs are named by their swept values).
 
 Columns (from /timings/*, the mean over the logged frames after frame 0; with output.every > 1
 the logged frames are a sample of every every-th frame)
@@ -23,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plasticity  # noqa: E402
+import runs as runs_mod  # noqa: E402
 
 STAGES = ("dynamics", "plasticity", "reclustering", "embedding", "total")
 
@@ -61,11 +64,17 @@ def table(rows, labels):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("logs", nargs="+")
+    ap.add_argument("logs", nargs="+", help="logs and sweep folders")
     ap.add_argument("--label", action="append", default=[], help="NAME=TEXT: show a run by another name")
     a = ap.parse_args()
     labels = dict(item.split("=", 1) for item in a.label)
-    print(table([timings(p) for p in a.logs], labels))
+    rows = []
+    for r in runs_mod.expand(a.logs):
+        row = timings(r.path)
+        if r.values:
+            row["name"] = r.label
+        rows.append(row)
+    print(table(rows, labels))
     return 0
 
 

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Overlay diagnostics of several runs against time: one panel per quantity, one line per run.
+
+    MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/compare.py RUNS... \\
+        [-q QUANTITY]... [-o PREFIX] [--title TEXT] [--log]
+
+RUNS are sweep folders (their index.csv) and .h5 logs. Writes PREFIX.png and PREFIX.pdf
+(default out/compare) and prints, per run and quantity, the first, last, min and max values.
+
+QUANTITY (default: kinetic_energy, angular_momentum):
+  NAME              any /diagnostics dataset: kinetic_energy, potential_energy, elastic_energy,
+                    max_strain, volume_ratio, max_cond_Fp, ...; a vector one (angular_momentum,
+                    linear_momentum, center_of_mass) is drawn as its length
+  NAME.x|y|z        one component of a vector diagnostic (angular_momentum.z)
+  energy            kinetic + gravitational potential energy
+  displacement:ID   distance of particle ID from where it was at frame 0
+  position:ID.x|y|z one coordinate of particle ID
+  clusters          clusters per frame
+  timing:STAGE      ms per frame of a stage (dynamics, plasticity, reclustering, embedding, total)
+"""
+import argparse
+import os
+import sys
+
+import h5py
+import matplotlib
+import numpy as np
+
+matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as runs_mod  # noqa: E402
+
+AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def quantity(f, spec):
+    """(values over the logged frames, axis label) of one quantity in an open log."""
+    if spec == "energy":
+        return f["diagnostics/kinetic_energy"][:] + f["diagnostics/potential_energy"][:], "kinetic + potential energy"
+    if spec == "clusters":
+        return f["clusters/count"][:].astype(float), "clusters"
+    if spec.startswith("timing:"):
+        stage = spec.split(":", 1)[1]
+        if "timings/" + stage not in f:
+            sys.exit(f"{f.filename}: no /timings/{stage}")
+        return 1e3 * f["timings/" + stage][:], f"{stage} (ms/frame)"
+    if spec.startswith("displacement:") or spec.startswith("position:"):
+        kind, rest = spec.split(":", 1)
+        pid, _, comp = rest.partition(".")
+        n = f["frames/positions"].shape[1]
+        try:
+            i = int(pid)
+        except ValueError:
+            sys.exit(f"{spec}: expected a particle number")
+        if not 0 <= i < n:
+            sys.exit(f"{spec}: particle {i} is outside 0..{n - 1}")
+        x = f["frames/positions"][:, i, :]
+        if kind == "displacement":
+            return np.linalg.norm(x - x[0], axis=1), f"particle {i} displacement"
+        if comp not in AXES:
+            sys.exit(f"{spec}: expected position:ID.x, .y or .z")
+        return x[:, AXES[comp]], f"particle {i} {comp}"
+    name, _, comp = spec.partition(".")
+    path = "diagnostics/" + name
+    if path not in f:
+        have = ", ".join(sorted(f["diagnostics"].keys()))
+        sys.exit(f"{f.filename}: no /{path} (diagnostics here: {have})")
+    d = f[path][:]
+    if d.ndim == 2:
+        if comp:
+            if comp not in AXES:
+                sys.exit(f"{spec}: expected {name}.x, .y or .z")
+            return d[:, AXES[comp]], spec
+        return np.linalg.norm(d, axis=1), f"|{name}|"
+    if comp:
+        sys.exit(f"{spec}: {name} is not a vector")
+    return d.astype(float), name
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="sweep folders and .h5 logs")
+    ap.add_argument("-q", "--quantity", action="append", help="what to plot (repeat for more panels)")
+    ap.add_argument("-o", "--output", default="out/compare", help="output prefix (writes .png and .pdf)")
+    ap.add_argument("--title", default="")
+    ap.add_argument("--log", action="store_true", help="logarithmic y axes")
+    a = ap.parse_args(argv)
+    quantities = a.quantity or ["kinetic_energy", "angular_momentum"]
+    runs = runs_mod.expand(a.runs)
+
+    fig, axes = plt.subplots(len(quantities), 1, figsize=(7, 2.6 * len(quantities)), sharex=True, squeeze=False)
+    print(f"| run | quantity | first | last | min | max |\n|---|---|---|---|---|---|")
+    for r in runs:
+        with h5py.File(r.path, "r") as f:
+            t = f["frames/time"][:]
+            for ax, q in zip(axes[:, 0], quantities):
+                y, label = quantity(f, q)
+                ax.plot(t[: len(y)], y, label=r.label, lw=1.2)
+                ax.set_ylabel(label)
+                if a.log:
+                    ax.set_yscale("symlog", linthresh=1e-6)
+                fy = runs_mod.finite(y)
+                if len(fy):
+                    print(f"| {r.label} | {q} | {y[0]:.6g} | {y[-1]:.6g} | {fy.min():.6g} | {fy.max():.6g} |")
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].legend(fontsize=7, ncol=2 if len(runs) > 6 else 1)
+    if a.title:
+        axes[0, 0].set_title(a.title)
+    for path in runs_mod.save(fig, a.output):
+        print(path, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

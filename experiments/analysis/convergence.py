@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Convergence with cluster count (Falkenstein 2017 Fig 3): a quantity of each run against its
+number of clusters, and its distance from the run with the most clusters, log-log, with the
+observed rate (the slope of a least-squares line through log error against log clusters).
+
+    MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/convergence.py RUNS... \\
+        [--quantity tip|positions|final:NAME] [--particle ID] [--axis x|y|z] [--last SECONDS] [-o PREFIX]
+
+RUNS are sweep folders and logs of one scene that differ in their clustering. The cluster count of
+a run is read from its log (clusters at frame 0), so a sweep over clustering.count and one over
+clustering.radius both work.
+
+--quantity
+  tip          (default) the steady-state displacement of a tracked particle along --axis (default
+               y), averaged over the last --last seconds (default: the last fifth of the run). The
+               tracked particle is --particle, else the one farthest along +x in the rest shape (a
+               cantilever's free end). Apparent stiffness is the inverse of this displacement.
+  positions    the rms distance of every particle from where it is in the finest run, averaged
+               over the same window (the runs share their particles: only clustering differs)
+  final:NAME   a /diagnostics dataset averaged over the window (kinetic_energy, max_strain, ...)
+Writes PREFIX.png and PREFIX.pdf (default out/convergence) and prints a Markdown table and the rate.
+"""
+import argparse
+import os
+import sys
+
+import h5py
+import matplotlib
+import numpy as np
+
+matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as runs_mod  # noqa: E402
+
+AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def window(f, last):
+    t = f["frames/time"][:]
+    if last is None:
+        start = t[0] + 0.8 * (t[-1] - t[0])
+    else:
+        start = t[-1] - last
+    return np.nonzero(t >= start - 1e-12)[0]
+
+
+def tracked(f, particle):
+    rest = f["rest/positions"][:]
+    if particle is None:
+        return int(np.argmax(rest[:, 0]))
+    if not 0 <= particle < len(rest):
+        sys.exit(f"{f.filename}: particle {particle} is outside 0..{len(rest) - 1}")
+    return particle
+
+
+def measure(path, a):
+    with h5py.File(path, "r") as f:
+        frames = window(f, a.last)
+        row = {"clusters": int(f["clusters/count"][0]), "particles": int(f["frames/positions"].shape[1]),
+               "status": str(f.attrs.get("status", ""))}
+        if a.quantity == "tip":
+            i = tracked(f, a.particle)
+            x = f["frames/positions"][:, i, AXES[a.axis]]
+            row["value"] = float(np.mean(x[frames] - x[0]))
+            row["particle"] = i
+        elif a.quantity == "positions":
+            row["positions"] = f["frames/positions"][frames[0]: frames[-1] + 1]
+            row["value"] = float("nan")
+        elif a.quantity.startswith("final:"):
+            name = a.quantity.split(":", 1)[1]
+            if "diagnostics/" + name not in f:
+                sys.exit(f"{path}: no /diagnostics/{name}")
+            d = f["diagnostics/" + name][:]
+            if d.ndim == 2:
+                d = np.linalg.norm(d, axis=1)
+            row["value"] = float(np.mean(d[frames]))
+        else:
+            sys.exit(f"--quantity {a.quantity}: expected tip, positions or final:NAME")
+    return row
+
+
+def rate(k, err):
+    """Slope of log err against log k over the runs with a positive error."""
+    k, err = np.asarray(k, float), np.asarray(err, float)
+    ok = (err > 0) & np.isfinite(err)
+    if ok.sum() < 2:
+        return float("nan"), None
+    p = np.polyfit(np.log(k[ok]), np.log(err[ok]), 1)
+    return float(p[0]), p
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--quantity", default="tip")
+    ap.add_argument("--particle", type=int)
+    ap.add_argument("--axis", default="y", choices=sorted(AXES))
+    ap.add_argument("--last", type=float, help="seconds at the end of each run to average over")
+    ap.add_argument("-o", "--output", default="out/convergence")
+    ap.add_argument("--title", default="")
+    a = ap.parse_args(argv)
+    runs = runs_mod.expand(a.runs)
+    rows = []
+    for r in runs:
+        row = measure(r.path, a)
+        row["label"] = r.label
+        if row["status"] != "ok":
+            print(f"note: {r.path} has status '{row['status']}'", file=sys.stderr)
+        rows.append(row)
+    rows.sort(key=lambda r: r["clusters"])
+    if len({r["clusters"] for r in rows}) < 2:
+        sys.exit("convergence needs runs with at least two different cluster counts")
+    finest = rows[-1]
+    for r in rows:
+        if a.quantity == "positions":
+            if r["positions"].shape != finest["positions"].shape:
+                sys.exit("--quantity positions needs runs with the same particles and frames")
+            d = np.linalg.norm(r["positions"] - finest["positions"], axis=2)
+            r["error"] = float(np.mean(np.sqrt(np.mean(d * d, axis=1))))
+        else:
+            r["error"] = abs(r["value"] - finest["value"])
+    coarse = rows[:-1]
+    slope, fit = rate([r["clusters"] for r in coarse], [r["error"] for r in coarse])
+
+    what = {"tip": f"tip displacement ({a.axis})", "positions": "rms position"}.get(a.quantity, a.quantity)
+    print(f"| clusters | run | {what} | apparent stiffness (1/|value|) | distance from {finest['clusters']} clusters |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        stiff = 1 / abs(r["value"]) if r["value"] and np.isfinite(r["value"]) else float("nan")
+        print(f"| {r['clusters']} | {r['label']} | {r['value']:.6g} | {stiff:.4g} | {r['error']:.3g} |")
+    errs = [r["error"] for r in coarse]
+    shrinking = all(b < c for b, c in zip(errs[1:], errs[:-1]))
+    print(f"\nobserved rate: error ~ clusters^{slope:.2f} ({'monotone' if shrinking else 'not monotone'} "
+          f"over {len(coarse)} runs against the finest, {finest['clusters']} clusters)")
+
+    ncol = 1 if a.quantity == "positions" else 2
+    fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 3.8), squeeze=False)
+    k = np.array([r["clusters"] for r in rows], float)
+    if ncol == 2:
+        ax = axes[0, 0]
+        ax.semilogx(k, [r["value"] for r in rows], "o-")
+        ax.set_xlabel("clusters")
+        ax.set_ylabel(what)
+    ax = axes[0, -1]
+    ke = np.array([r["clusters"] for r in coarse], float)
+    ax.loglog(ke, errs, "o-", label="distance from the finest run")
+    if fit is not None:
+        ax.loglog(ke, np.exp(np.polyval(fit, np.log(ke))), "--", label=f"slope {slope:.2f}")
+    ax.set_xlabel("clusters")
+    ax.set_ylabel(f"|{what} − finest|" if a.quantity != "positions" else "rms distance from the finest run")
+    ax.legend(fontsize=8)
+    if a.title:
+        fig.suptitle(a.title)
+    for path in runs_mod.save(fig, a.output):
+        print(path, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""Pictures of a log: particles as discs, projected onto a plane, coloured by the nearest cluster
+centre (Falkenstein 2017 Fig 2 and 4) or by a per-particle quantity; a movie with ffmpeg.
+
+    MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/render.py LOG \\
+        [--frames 0,-1 | --every K] [--color nearest|new|speed|displacement|object|DATASET] \\
+        [--view xy|xz|yz|zy|iso] [-o PREFIX] [--movie FILE.mp4 [--fps 30]]
+
+--color
+  nearest       (default) each particle takes the colour of the cluster whose centre is nearest
+                to it at that frame, the colour fixed by the cluster's id
+  new           the same, but particles nearest to one of the initial clusters are grey, so the
+                clusters reclustering added stand out (the paper's figures)
+  speed         |v|;  displacement: distance from the rest position after removing the best
+                rigid motion (the set, plastic and elastic);  object: which body
+  DATASET       any (T, n) or (T, n, 3) dataset of the log (its length when a vector)
+--view          plane of the picture (first axis to the right); iso looks along (1, 1, 1)
+Writes PREFIX_FRAME.png for each frame (default PREFIX: out/render/<log name>) and, with
+--movie, every --every-th frame to a movie (Debian's ffmpeg must be installed).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import matplotlib
+import numpy as np
+
+matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as runs_mod  # noqa: E402
+
+VIEWS = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2), "zy": (2, 1), "zx": (2, 0), "yx": (1, 0)}
+GREY = np.array([0.72, 0.72, 0.72, 1.0])
+
+
+def project(x, view):
+    """(n, 2) picture coordinates and (n,) depth (larger is nearer the viewer)."""
+    if view == "iso":
+        right = np.array([1.0, 0.0, -1.0]) / np.sqrt(2)
+        up = np.array([-1.0, 2.0, -1.0]) / np.sqrt(6)
+        toward = np.array([1.0, 1.0, 1.0]) / np.sqrt(3)
+        return np.stack([x @ right, x @ up], axis=1), x @ toward
+    i, j = VIEWS[view]
+    k = 3 - i - j
+    sign = np.sign(np.cross(np.eye(3)[i], np.eye(3)[j])[k])
+    return x[:, [i, j]], sign * x[:, k]
+
+
+def cluster_colours(ids):
+    cmap = plt.get_cmap("tab20")
+    # a scrambled id, so that neighbouring clusters (close ids) differ in colour
+    return cmap(((np.asarray(ids, np.int64) * 7919) % 20) / 20.0 + 0.025)
+
+
+def colours(f, t, mode, initial):
+    x = f["frames/positions"][t]
+    if mode in ("nearest", "new"):
+        com, ids = runs_mod.frame_clusters(f, t)
+        if len(com) == 0:
+            return np.tile(GREY, (len(x), 1)), None
+        # nearest centre, in blocks so that a million particles fit in memory
+        near = np.empty(len(x), np.int64)
+        for a in range(0, len(x), 4096):
+            d = ((x[a:a + 4096, None, :] - com[None, :, :]) ** 2).sum(axis=2)
+            near[a:a + 4096] = np.argmin(d, axis=1)
+        c = cluster_colours(ids[near])
+        if mode == "new":
+            c[ids[near] < initial] = GREY
+        return c, None
+    if mode == "speed":
+        values, label = np.linalg.norm(f["frames/velocities"][t], axis=1), "speed (m/s)"
+    elif mode == "displacement":
+        rest = f["rest/positions"][:]
+        m = f["rest/mass"][:]
+        xc, rc = x - (m @ x) / m.sum(), rest - (m @ rest) / m.sum()
+        # best rigid fit of the rest shape (Kabsch), so that only deformation is left
+        u, _, vt = np.linalg.svd((xc * m[:, None]).T @ rc)
+        r = u @ np.diag([1, 1, np.sign(np.linalg.det(u @ vt))]) @ vt
+        values, label = np.linalg.norm(xc - rc @ r.T, axis=1), "distance from rest shape (m)"
+    elif mode == "object":
+        values, label = f["rest/object"][:].astype(float), "object"
+    else:
+        name = mode.lstrip("/")
+        if name not in f:
+            sys.exit(f"{f.filename}: --color {mode}: no such dataset")
+        d = f[name]
+        n = x.shape[0]
+        if d.ndim == 2 and d.shape[1] == n:
+            values = d[t].astype(float)
+        elif d.ndim == 3 and d.shape[1] == n:
+            values = np.linalg.norm(d[t], axis=1)
+        else:
+            sys.exit(f"{f.filename}: --color {mode}: expected a (T, n) or (T, n, 3) dataset, got {d.shape}")
+        label = name
+    return values, label
+
+
+def render(f, frames, a, prefix, numbered):
+    """One PNG per frame; the same limits and colour scale for all of them."""
+    n = f["frames/positions"].shape[1]
+    spacing = float(f.attrs.get("object_spacing", 0)) or 0.02
+    initial = int(f["clusters/count"][0])
+    pts = [project(f["frames/positions"][t], a.view)[0] for t in frames]
+    lo = np.min([p.min(axis=0) for p in pts], axis=0) - spacing
+    hi = np.max([p.max(axis=0) for p in pts], axis=0) + spacing
+    span = np.maximum(hi - lo, 1e-9)
+    width = a.size
+    height = max(1.5, width * span[1] / span[0])
+    scale = None
+    if a.color not in ("nearest", "new"):
+        vals = [colours(f, t, a.color, initial)[0] for t in frames]
+        scale = (float(np.min([v.min() for v in vals])), float(np.max([v.max() for v in vals])))
+    written = []
+    time = f["frames/time"][:]
+    for count, t in enumerate(frames):
+        fig = plt.figure(figsize=(width + (1.2 if scale else 0), height))
+        ax = fig.add_axes([0.02, 0.02, width / (width + (1.2 if scale else 0)) - 0.04, 0.9])
+        xy, depth = project(f["frames/positions"][t], a.view)
+        order = np.argsort(depth)
+        c, label = colours(f, t, a.color, initial)
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_aspect("equal")
+        ax.axis("off")
+        # disc diameter = the sampling spacing, in points
+        fig.canvas.draw()
+        bbox = ax.get_window_extent()
+        per_unit = min(bbox.width / span[0], bbox.height / span[1]) * 72.0 / fig.dpi
+        s = (0.9 * spacing * per_unit) ** 2
+        if label is None:
+            ax.scatter(xy[order, 0], xy[order, 1], s=s, c=c[order], linewidths=0)
+        else:
+            sc = ax.scatter(xy[order, 0], xy[order, 1], s=s, c=c[order], cmap="viridis", vmin=scale[0],
+                            vmax=scale[1], linewidths=0)
+            fig.colorbar(sc, ax=ax, fraction=0.05, label=label)
+        ax.set_title(f"{f.attrs.get('name', '')}  t = {time[t]:.2f} s  ({n} particles)", fontsize=9)
+        path = f"{prefix}_{count:05d}.png" if numbered else f"{prefix}_{t:05d}.png"
+        fig.savefig(path, dpi=a.dpi)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("log")
+    ap.add_argument("--frames", default="0,-1", help="comma-separated frames (negative from the end)")
+    ap.add_argument("--every", type=int, help="every K-th frame instead of --frames")
+    ap.add_argument("--color", default="nearest")
+    ap.add_argument("--view", default="xy", choices=sorted(VIEWS) + ["iso"])
+    ap.add_argument("-o", "--output", help="prefix of the PNG files")
+    ap.add_argument("--size", type=float, default=6.0, help="picture width in inches")
+    ap.add_argument("--dpi", type=int, default=120)
+    ap.add_argument("--movie", help="write a movie of every --every-th frame (default every frame)")
+    ap.add_argument("--fps", type=int, default=30)
+    a = ap.parse_args(argv)
+    with h5py.File(a.log, "r") as f:
+        T = f["frames/time"].shape[0]
+        name = str(f.attrs.get("name", os.path.splitext(os.path.basename(a.log))[0]))
+        prefix = a.output or os.path.join("out", "render", name)
+        if a.movie:
+            if not shutil.which("ffmpeg"):
+                sys.exit("render.py: --movie needs ffmpeg (Debian: apt-get install ffmpeg)")
+            frames = list(range(0, T, a.every or 1))
+            with tempfile.TemporaryDirectory() as tmp:
+                render(f, frames, a, os.path.join(tmp, "frame"), numbered=True)
+                folder = os.path.dirname(a.movie)
+                if folder:
+                    os.makedirs(folder, exist_ok=True)
+                cmd = ["ffmpeg", "-loglevel", "error", "-y", "-framerate", str(a.fps), "-i",
+                       os.path.join(tmp, "frame_%05d.png"), "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+                       "-pix_fmt", "yuv420p", a.movie]
+                if subprocess.call(cmd) != 0:
+                    sys.exit(f"render.py: ffmpeg failed writing {a.movie}")
+            print(a.movie)
+            return
+        frames = list(range(0, T, a.every)) if a.every else [runs_mod.frame_index(f, s) for s in a.frames.split(",")]
+        folder = os.path.dirname(prefix)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        for path in render(f, frames, a, prefix, numbered=False):
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

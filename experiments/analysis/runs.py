@@ -1,0 +1,102 @@
+"""Which logs an analysis reads, and what to call each one.
+
+Every analysis script takes a list of RUNS: sweep folders (written by `csm sweep`, read through
+their index.csv) and single .h5 logs, in any mix. A sweep's run is labelled by its swept values
+("count=40, rotation=polar_f"), a single log by its config name.
+"""
+import csv
+import os
+import sys
+
+import h5py
+import numpy as np
+
+
+class Run:
+    def __init__(self, path, label, values=None, status=""):
+        self.path = path
+        self.label = label
+        self.values = values or {}
+        self.status = status
+
+    def __repr__(self):
+        return f"Run({self.path!r}, {self.label!r})"
+
+
+def short_key(key):
+    return key.split(".")[-1]
+
+
+def read_sweep(folder):
+    index = os.path.join(folder, "index.csv")
+    if not os.path.exists(index):
+        sys.exit(f"{folder}: no index.csv (is it a folder written by csm sweep?)")
+    with open(index, newline="") as f:
+        rows = list(csv.DictReader(f))
+    fixed = {"run", "status", "frames", "wall_s", "path"}
+    runs = []
+    for row in rows:
+        if not row["path"]:
+            continue  # pending, or failed before it wrote a log
+        values = {k: v for k, v in row.items() if k not in fixed}
+        label = ", ".join(f"{short_key(k)}={v}" for k, v in values.items()) or row["run"]
+        runs.append(Run(os.path.join(folder, row["path"]), label, values, row["status"]))
+    return runs
+
+
+def expand(paths):
+    """Sweep folders and logs -> list of Run, in the order given (a sweep's in index order)."""
+    runs = []
+    for p in paths:
+        if os.path.isdir(p):
+            runs.extend(read_sweep(p))
+        elif os.path.exists(p):
+            with h5py.File(p, "r") as f:
+                name = str(f.attrs.get("name", os.path.splitext(os.path.basename(p))[0]))
+                status = str(f.attrs.get("status", ""))
+            runs.append(Run(p, name, {}, status))
+        else:
+            sys.exit(f"{p}: no such log or sweep folder")
+    if not runs:
+        sys.exit("no logs to read (a sweep with no finished run?)")
+    # two logs of the same config get their file names as labels
+    labels = [r.label for r in runs]
+    for r in runs:
+        if labels.count(r.label) > 1:
+            r.label = os.path.splitext(os.path.basename(r.path))[0]
+    return runs
+
+
+def frame_clusters(f, t):
+    """Cluster centres (k, 3) and stable ids (k,) at logged frame t."""
+    fc = f["clusters/frame_cluster"]
+    a, b = int(fc[t]), int(fc[t + 1])
+    return f["clusters/com"][a:b], f["clusters/id"][a:b]
+
+
+def frame_index(f, spec):
+    """A frame number as given on a command line (negative counts from the end)."""
+    T = f["frames/time"].shape[0]
+    t = int(spec)
+    if t < 0:
+        t += T
+    if not 0 <= t < T:
+        sys.exit(f"{f.filename}: frame {spec} is outside 0..{T - 1}")
+    return t
+
+
+def save(fig, prefix, formats=("png", "pdf")):
+    folder = os.path.dirname(prefix)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    out = []
+    for ext in formats:
+        path = f"{prefix}.{ext}"
+        fig.savefig(path, dpi=150, bbox_inches="tight")
+        out.append(path)
+    return out
+
+
+def finite(x):
+    x = np.asarray(x, dtype=float)
+    return x[np.isfinite(x)]

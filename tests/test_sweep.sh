@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# csm sweep: expansion, overrides, stable hashes, resume, shards, failed runs, interruption; and
+# the analysis scripts (compare, convergence, timings, render) on the sweep they produce.
+set -u
+csm=$1
+root=$2
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() { # message command...
+    local msg=$1
+    shift
+    if "$@"; then ok; else bad "$msg"; fi
+}
+
+cat >tiny.yaml <<'EOF'
+name: tiny
+time: {dt: 0.0166667, frames: 6}
+objects:
+  - shape: {type: box, size: [1, 1, 1]}
+    sampling: {type: grid, spacing: 0.25}
+    angular_velocity: [0, 0, 2]
+clustering: {method: fuzzy_cmeans, count: 4}
+sweep:
+  clustering.count: [2, 4, 8]
+  solver.rotation: [polar_apq, polar_f]
+EOF
+
+# expansion: the product, first key slowest, every run named by a distinct hash
+"$csm" sweep tiny.yaml --list >list.txt 2>/dev/null
+check "3 x 2 values give 6 runs" [ "$(wc -l <list.txt)" -eq 6 ]
+check "6 distinct hashes" [ "$(cut -f1 list.txt | sort -u | wc -l)" -eq 6 ]
+check "product order" [ "$(cut -f3 list.txt | tr '\n' ';')" = "clustering.count=2 solver.rotation=polar_apq;clustering.count=2 solver.rotation=polar_f;clustering.count=4 solver.rotation=polar_apq;clustering.count=4 solver.rotation=polar_f;clustering.count=8 solver.rotation=polar_apq;clustering.count=8 solver.rotation=polar_f;" ]
+# hashes are stable: across invocations and from a copy of the config elsewhere
+mkdir -p elsewhere && cp tiny.yaml elsewhere/other_name.yaml
+check "same hashes on a second expansion" [ "$("$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1)" = "$(cut -f1 list.txt)" ]
+check "same hashes from a copy of the config" [ "$(cd elsewhere && "$csm" sweep other_name.yaml --list 2>/dev/null | cut -f1)" = "$(cut -f1 list.txt)" ]
+# an override changes every run's config, so every hash
+"$csm" sweep tiny.yaml --list --set solver.alpha=0.3 2>/dev/null | cut -f1 >alpha.txt
+check "--set gives new hashes" [ "$(sort list.txt alpha.txt | cut -f1 | sort | uniq -d | wc -l)" -eq 0 ]
+# a swept value equal to the base's default resolves to the base config: one hash for both
+check "--set of the swept key is overridden by the sweep" \
+    [ "$("$csm" sweep tiny.yaml --list --set clustering.count=99 2>/dev/null | cut -f1)" = "$(cut -f1 list.txt)" ]
+
+# shards partition the run set exactly
+for k in 0 1 2; do "$csm" sweep tiny.yaml --list --shard $k/3 2>/dev/null | cut -f1 >shard$k.txt; done
+check "shards are disjoint and cover the sweep" [ "$(cat shard0.txt shard1.txt shard2.txt | sort)" = "$(cut -f1 list.txt | sort)" ]
+check "shard 1/3 takes every third run" [ "$(cat shard1.txt)" = "$(sed -n '2p;5p' list.txt | cut -f1)" ]
+check "Slurm array variables select the same shard" \
+    [ "$(SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 "$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1)" = "$(cat shard1.txt)" ]
+check "an array numbered from 1 counts from its minimum" \
+    [ "$(SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=3 "$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1)" = "$(cat shard1.txt)" ]
+"$csm" sweep tiny.yaml --list --shard 3/3 >/dev/null 2>&1
+check "--shard 3/3 is refused" [ $? -eq 2 ]
+
+# a run: every log ok and in the index, each holding its swept values; nothing left partial
+"$csm" sweep tiny.yaml --jobs 2 >run1.txt 2>&1
+check "the sweep succeeds" [ $? -eq 0 ]
+check "index has a header and 6 rows" [ "$(wc -l <out/tiny/index.csv)" -eq 7 ]
+check "index header" [ "$(head -1 out/tiny/index.csv)" = "run,clustering.count,solver.rotation,status,frames,wall_s,path" ]
+check "every run ok with 7 frames" [ "$(tail -n +2 out/tiny/index.csv | cut -d, -f4,5 | sort -u)" = "ok,7" ]
+check "no partial logs left" [ -z "$(ls out/tiny/.partial)" ]
+$py - out/tiny <<'EOF' || bad "logs do not hold their swept values"
+import csv, sys, h5py
+rows = list(csv.DictReader(open(sys.argv[1] + "/index.csv")))
+for r in rows:
+    with h5py.File(sys.argv[1] + "/" + r["path"]) as f:
+        assert f.attrs["status"] == "ok", r
+        assert int(f["clusters/count"][0]) == int(r["clustering.count"]), r
+        assert f.attrs["rotation"] == r["solver.rotation"], r
+        assert "sweep" not in f.attrs["config"], "a run's config holds the sweep"
+EOF
+ok
+
+# resume: a rerun skips every finished run and touches no log
+stamp() { stat -c '%n %Y %s' out/tiny/*.h5 | sort; }
+before=$(stamp)
+sleep 1
+"$csm" sweep tiny.yaml >run2.txt 2>&1
+check "rerun succeeds" [ $? -eq 0 ]
+check "rerun skips all 6" grep -q "0 ok, 0 failed, 6 skipped" run2.txt
+check "rerun leaves logs untouched" [ "$(stamp)" = "$before" ]
+# a missing log and one that did not finish are run again, the others skipped
+first=$(sed -n 2p out/tiny/index.csv | cut -d, -f1)
+second=$(sed -n 3p out/tiny/index.csv | cut -d, -f1)
+rm out/tiny/"$first".h5
+$py -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); f.attrs['status']='interrupted'" out/tiny/"$second".h5
+"$csm" sweep tiny.yaml >run3.txt 2>&1
+check "only the two unfinished runs run again" grep -q "2 ok, 0 failed, 4 skipped" run3.txt
+
+# a run that fails is recorded as failed and the sweep goes on
+cat >failing.yaml <<'EOF'
+name: failing
+time: {dt: 0.0166667, frames: 4}
+objects:
+  - shape: {type: box, size: [1, 1, 1]}
+    sampling: {type: grid, spacing: 0.25}
+clustering: {method: fuzzy_cmeans}
+sweep:
+  clustering.count: [500, 3]
+EOF
+"$csm" sweep failing.yaml -o out/f >failed.txt 2>&1
+check "a sweep with a failed run exits 1" [ $? -eq 1 ]
+check "summary counts it" grep -q "1 ok, 1 failed" failed.txt
+check "index marks the failed run with its reason" grep -q ',500,"failed: .*count = 500, but an object has only 125 particles",' out/f/index.csv
+check "the other run is ok" grep -q ',3,ok,5,' out/f/index.csv
+
+# bad sweeps are refused before anything runs, naming file, line and key
+printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: [0.5, 7]\n' >badvalue.yaml
+out=$("$csm" sweep badvalue.yaml -o out/bad 2>&1)
+check "out-of-range swept value: exit 2 and the line" [ $? -eq 2 ] && echo "$out" | grep -q "badvalue.yaml:4: sweep solver.alpha = 7: solver.alpha = 7 is outside \[0, 1\]" || bad "message: $out"
+check "nothing written for a bad sweep" [ ! -e out/bad ]
+printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: []\n' >empty.yaml
+out=$("$csm" sweep empty.yaml 2>&1)
+check "empty sweep list: exit 2" [ $? -eq 2 ]
+echo "$out" | grep -q "empty.yaml:4: sweep.solver.alpha is an empty list" && ok || bad "message: $out"
+printf 'objects:\n  - shape: {type: box}\nsweep: [1, 2]\n' >notmap.yaml
+out=$("$csm" sweep notmap.yaml 2>&1)
+check "a sweep that is not a mapping: exit 2" [ $? -eq 2 ]
+echo "$out" | grep -q "notmap.yaml:3: sweep must be a mapping" && ok || bad "message: $out"
+
+# SIGTERM stops the sweep: its runs close their logs as interrupted, exit 130, a rerun redoes them
+cat >long.yaml <<'EOF'
+name: long
+time: {dt: 0.0166667, frames: 1000000}
+objects:
+  - shape: {type: box, size: [1, 1, 1]}
+    sampling: {type: grid, spacing: 0.1}
+clustering: {method: fuzzy_cmeans, count: 8}
+sweep:
+  seed: [1, 2]
+EOF
+"$csm" sweep long.yaml --jobs 2 >long.txt 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ "$(ls out/long/.partial 2>/dev/null | grep -c '\.h5$')" -eq 2 ] && break; sleep 0.1; done
+sleep 0.5
+kill -TERM $pid
+wait $pid
+check "an interrupted sweep exits 130" [ $? -eq 130 ]
+check "both runs interrupted in the index" [ "$(tail -n +2 out/long/index.csv | grep -c ',interrupted,')" -eq 2 ]
+check "the interrupted logs are kept" [ "$(ls out/long/*.h5 | wc -l)" -eq 2 ]
+
+# analysis scripts on the tiny sweep
+export MPLBACKEND=Agg
+$py "$root/experiments/analysis/compare.py" out/tiny -q kinetic_energy -q angular_momentum.z -q displacement:3 -o plots/compare >compare.txt 2>&1 ||
+    bad "compare.py: $(cat compare.txt)"
+check "compare.py writes PNG and PDF" [ -s plots/compare.png ] && [ -s plots/compare.pdf ]
+check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' compare.txt)" -eq 18 ]
+$py "$root/experiments/analysis/convergence.py" out/tiny -o plots/convergence >conv.txt 2>&1 || bad "convergence.py: $(cat conv.txt)"
+check "convergence.py writes its plot" [ -s plots/convergence.png ] && [ -s plots/convergence.pdf ]
+check "convergence.py reports a rate" grep -q "observed rate: error ~ clusters^" conv.txt
+$py "$root/experiments/analysis/timings.py" out/tiny >timings.txt 2>&1 || bad "timings.py: $(cat timings.txt)"
+check "timings.py prints a row per run" [ "$(grep -c '^| count=' timings.txt)" -eq 6 ]
+log=out/tiny/$(sed -n 2p out/tiny/index.csv | cut -d, -f1).h5
+$py "$root/experiments/analysis/render.py" "$log" --frames 0,-1 --color nearest -o plots/tiny >render.txt 2>&1 ||
+    bad "render.py: $(cat render.txt)"
+check "render.py writes both frames" [ -s plots/tiny_00000.png ] && [ -s plots/tiny_00006.png ]
+$py "$root/experiments/analysis/render.py" "$log" --frames -1 --color speed --view iso -o plots/speed >>render.txt 2>&1 ||
+    bad "render.py --color speed: $(cat render.txt)"
+check "render.py by speed" [ -s plots/speed_00006.png ]
+if command -v ffmpeg >/dev/null; then
+    $py "$root/experiments/analysis/render.py" "$log" --movie plots/tiny.mp4 --fps 10 >>render.txt 2>&1 || bad "render.py --movie"
+    check "render.py writes a movie" [ -s plots/tiny.mp4 ]
+fi
+
+echo "sweep: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
