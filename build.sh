@@ -4,6 +4,8 @@
 #                             Bargteil-Jones 2014 Fig 1); meshes a config names are fetched first
 #   ./build.sh test           install what is missing, fetch the meshes, build with warnings as
 #                             errors, run every test
+#   ./build.sh figures        install what is missing, build, regenerate every reproduced figure
+#                             and table into out/figures/ (make figures; experiments/README.md)
 # Environment: CSM_SANITIZE=ON builds and tests under ASan+UBSan (in build-sanitize/);
 #              CSM_JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
@@ -11,7 +13,8 @@ cd "$(dirname "$0")"
 
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
 RUN_PKGS="hdf5-tools"
-TEST_PKGS="libcmocka-dev python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
+FIGURE_PKGS="python3 python3-h5py python3-numpy python3-matplotlib python3-yaml"
+TEST_PKGS="libcmocka-dev python3-matplotlib python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
 
 install_missing() {
     local missing=()
@@ -54,8 +57,14 @@ test)
     fi
     ctest --test-dir "$dir" --output-on-failure -j "${CSM_JOBS:-$(nproc)}"
     ;;
+figures)
+    # shellcheck disable=SC2086
+    install_missing $BUILD_PKGS $RUN_PKGS $FIGURE_PKGS
+    configure_and_build build
+    make figures
+    ;;
 *)
-    echo "usage: ./build.sh run [CONFIG] | test" >&2
+    echo "usage: ./build.sh run [CONFIG] | test | figures" >&2
     exit 2
     ;;
 esac

@@ -86,9 +86,10 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default="out/compare", help="output prefix (writes .png and .pdf)")
     ap.add_argument("--title", default="")
     ap.add_argument("--log", action="store_true", help="logarithmic y axes")
+    ap.add_argument("--where", action="append", help="KEY=VALUE: only the sweep's runs with this swept value")
     a = ap.parse_args(argv)
     quantities = a.quantity or ["kinetic_energy", "angular_momentum"]
-    runs = runs_mod.expand(a.runs)
+    runs = runs_mod.expand(a.runs, a.where)
 
     fig, axes = plt.subplots(len(quantities), 1, figsize=(7, 2.6 * len(quantities)), sharex=True, squeeze=False)
     print(f"| run | quantity | first | last | min | max |\n|---|---|---|---|---|---|")

@@ -100,8 +100,9 @@ def main(argv=None):
     ap.add_argument("--last", type=float, help="seconds at the end of each run to average over")
     ap.add_argument("-o", "--output", default="out/convergence")
     ap.add_argument("--title", default="")
+    ap.add_argument("--where", action="append", help="KEY=VALUE: only the sweep's runs with this swept value")
     a = ap.parse_args(argv)
-    runs = runs_mod.expand(a.runs)
+    runs = runs_mod.expand(a.runs, a.where)
     rows = []
     for r in runs:
         row = measure(r.path, a)

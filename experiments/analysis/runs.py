@@ -44,8 +44,9 @@ def read_sweep(folder):
     return runs
 
 
-def expand(paths):
-    """Sweep folders and logs -> list of Run, in the order given (a sweep's in index order)."""
+def expand(paths, where=None):
+    """Sweep folders and logs -> list of Run, in the order given (a sweep's in index order).
+    where: "key=value" filters on swept values (key as in the index, or its last part)."""
     runs = []
     for p in paths:
         if os.path.isdir(p):
@@ -57,8 +58,11 @@ def expand(paths):
             runs.append(Run(p, name, {}, status))
         else:
             sys.exit(f"{p}: no such log or sweep folder")
+    for cond in where or []:
+        key, _, value = cond.partition("=")
+        runs = [r for r in runs if any((k == key or short_key(k) == key) and v == value for k, v in r.values.items())]
     if not runs:
-        sys.exit("no logs to read (a sweep with no finished run?)")
+        sys.exit("no logs to read (a sweep with no finished run, or a --where that matches none?)")
     # two logs of the same config get their file names as labels
     labels = [r.label for r in runs]
     for r in runs:
