@@ -126,15 +126,25 @@ def main(argv=None):
     slope, fit = rate([r["clusters"] for r in coarse], [r["error"] for r in coarse])
 
     what = {"tip": f"tip displacement ({a.axis})", "positions": "rms position"}.get(a.quantity, a.quantity)
-    print(f"| clusters | run | {what} | apparent stiffness (1/|value|) | distance from {finest['clusters']} clusters |")
-    print("|---|---|---|---|---|")
+    print(f"| clusters | run | {what} | apparent stiffness (1/|value|) | change from the previous run "
+          f"| distance from {finest['clusters']} clusters |")
+    print("|---|---|---|---|---|---|")
+    prev = None
     for r in rows:
         stiff = 1 / abs(r["value"]) if r["value"] and np.isfinite(r["value"]) else float("nan")
-        print(f"| {r['clusters']} | {r['label']} | {r['value']:.6g} | {stiff:.4g} | {r['error']:.3g} |")
+        change = f"{r['value'] - prev:.3g}" if prev is not None and np.isfinite(r["value"]) else ""
+        prev = r["value"]
+        print(f"| {r['clusters']} | {r['label']} | {r['value']:.6g} | {stiff:.4g} | {change} | {r['error']:.3g} |")
     errs = [r["error"] for r in coarse]
     shrinking = all(b < c for b, c in zip(errs[1:], errs[:-1]))
     print(f"\nobserved rate: error ~ clusters^{slope:.2f} ({'monotone' if shrinking else 'not monotone'} "
           f"over {len(coarse)} runs against the finest, {finest['clusters']} clusters)")
+    # converging means that successive changes shrink: a ratio below 1 between the last two
+    if a.quantity != "positions" and len(rows) >= 3:
+        d1, d2 = rows[-2]["value"] - rows[-3]["value"], rows[-1]["value"] - rows[-2]["value"]
+        ratio = abs(d2 / d1) if d1 else float("inf")
+        print(f"last two changes: {d1:.3g} then {d2:.3g} (ratio {ratio:.2f}: "
+              f"{'shrinking' if ratio < 1 else 'not shrinking'})")
 
     ncol = 1 if a.quantity == "positions" else 2
     fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 3.8), squeeze=False)

@@ -5,7 +5,7 @@ value of a swept key, with the slope of each line (1 = linear in the particle co
     MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/scaling.py RUNS... [--group KEY] \\
         [--stage total] [-o PREFIX]
 
-RUNS are sweep folders and logs; the time is the mean of /timings/STAGE over the logged frames
+RUNS are sweep folders and logs; the time is the median of /timings/STAGE over the logged frames
 after frame 0, in ms. Writes PREFIX.png and PREFIX.pdf (default out/scaling) and a Markdown table.
 """
 import argparse
@@ -36,12 +36,12 @@ def main(argv=None):
         with h5py.File(r.path, "r") as f:
             n = int(f.attrs["particles"])
             memberships = int(f["clusters/frame_offset"][1] - f["clusters/frame_offset"][0])
-            t = f["timings/" + a.stage][1:]
+            t = f["timings/" + a.stage][1:]  # after frame 0 (set-up)
             threads = int(f.attrs.get("threads", 0))
         g = ""
         if a.group:
             g = next((v for k, v in r.values.items() if k == a.group or runs_mod.short_key(k) == a.group), "")
-        groups.setdefault(g, []).append((n, 1e3 * float(np.mean(t)), memberships, threads))
+        groups.setdefault(g, []).append((n, 1e3 * float(np.median(t)), memberships, threads))
     fig, ax = plt.subplots(figsize=(5.5, 4))
     print(f"| {a.group or 'run'} | particles | memberships | threads | {a.stage} ms/frame | ns per particle |")
     print("|---|---|---|---|---|---|")
