@@ -52,14 +52,42 @@ static const char *usage_line =
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
-/* FNV-1a, 64 bits; the first 12 hex digits name a run. */
-static void short_hash(const char *text, char id[16])
+/* FNV-1a, 64 bits, over a resolved config tree with every mapping's keys in sorted order, so
+   that reordering or reformatting a config names its runs the same. */
+static uint64_t fnv(uint64_t h, const char *text)
 {
-    uint64_t h = 1469598103934665603ull;
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
         h ^= *c;
         h *= 1099511628211ull;
     }
+    h ^= 0xff; /* a separator no text holds */
+    return h * 1099511628211ull;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp((*(const csm_node *const *)a)->key, (*(const csm_node *const *)b)->key);
+}
+
+static uint64_t hash_node(uint64_t h, const csm_node *n)
+{
+    if (n->kind == CSM_NODE_SCALAR) return fnv(fnv(h, n->quoted ? "s" : "v"), n->text);
+    h = fnv(h, n->kind == CSM_NODE_MAP ? "{" : "[");
+    const csm_node **c = malloc((size_t)(n->nchild + 1) * sizeof *c);
+    if (!c) abort();
+    memcpy(c, n->child, (size_t)n->nchild * sizeof *c);
+    if (n->kind == CSM_NODE_MAP) qsort(c, (size_t)n->nchild, sizeof *c, by_key);
+    for (int k = 0; k < n->nchild; k++) {
+        if (n->kind == CSM_NODE_MAP) h = fnv(h, c[k]->key);
+        h = hash_node(h, c[k]);
+    }
+    free(c);
+    return fnv(h, n->kind == CSM_NODE_MAP ? "}" : "]");
+}
+
+static void short_hash(const csm_node *root, char id[16])
+{
+    uint64_t h = hash_node(1469598103934665603ull, root);
     snprintf(id, 16, "%012llx", (unsigned long long)(h >> 16));
 }
 
@@ -218,6 +246,10 @@ static int plan(sweep *s, csm_error *err)
         }
         int no;
         char **o = run_overrides(s, r, &no);
+        /* the log's path is no part of a run's identity: it is hashed as the default */
+        o = realloc(o, (size_t)(no + 1) * sizeof *o);
+        if (!o) abort();
+        o[no++] = strdup("output.path=\"\"");
         csm_config cfg;
         csm_error e = {{0}, 0};
         int rc = csm_config_load(s->a.config, (const char *const *)o, no, &cfg, &e);
@@ -237,7 +269,7 @@ static int plan(sweep *s, csm_error *err)
             free(r->pick);
             return -1;
         }
-        short_hash(cfg.resolved, r->id);
+        short_hash(cfg.root, r->id);
         csm_config_free(&cfg);
         int dup = -1;
         for (int j = 0; j < s->nruns && dup < 0; j++)

@@ -36,9 +36,18 @@ check "3 x 2 values give 6 runs" [ "$(wc -l <list.txt)" -eq 6 ]
 check "6 distinct hashes" [ "$(cut -f1 list.txt | sort -u | wc -l)" -eq 6 ]
 check "product order" [ "$(cut -f3 list.txt | tr '\n' ';')" = "clustering.count=2 solver.rotation=polar_apq;clustering.count=2 solver.rotation=polar_f;clustering.count=4 solver.rotation=polar_apq;clustering.count=4 solver.rotation=polar_f;clustering.count=8 solver.rotation=polar_apq;clustering.count=8 solver.rotation=polar_f;" ]
 # hashes are stable: across invocations and from a copy of the config elsewhere
-mkdir -p elsewhere && cp tiny.yaml elsewhere/other_name.yaml
+# and from a copy elsewhere, its sections reordered, in flow style, with another output path
+mkdir -p elsewhere
+cat >elsewhere/other_name.yaml <<'EOF'
+sweep: {clustering.count: [2, 4, 8], solver.rotation: [polar_apq, polar_f]}
+clustering: {count: 4, method: fuzzy_cmeans}
+output: {path: somewhere/else.h5}
+objects: [{sampling: {spacing: 0.25, type: grid}, angular_velocity: [0, 0, 2], shape: {size: [1, 1, 1], type: box}}]
+time: {frames: 6, dt: 0.0166667}
+name: tiny
+EOF
 check "same hashes on a second expansion" [ "$("$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1)" = "$(cut -f1 list.txt)" ]
-check "same hashes from a copy of the config" [ "$(cd elsewhere && "$csm" sweep other_name.yaml --list 2>/dev/null | cut -f1)" = "$(cut -f1 list.txt)" ]
+check "same hashes from a reordered copy of the config" [ "$(cd elsewhere && "$csm" sweep other_name.yaml --list 2>/dev/null | cut -f1)" = "$(cut -f1 list.txt)" ]
 # an override changes every run's config, so every hash
 "$csm" sweep tiny.yaml --list --set solver.alpha=0.3 2>/dev/null | cut -f1 >alpha.txt
 check "--set gives new hashes" [ "$(sort list.txt alpha.txt | cut -f1 | sort | uniq -d | wc -l)" -eq 0 ]
