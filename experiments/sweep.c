@@ -75,8 +75,8 @@ static uint64_t hash_node(uint64_t h, const csm_node *n)
     h = fnv(h, n->kind == CSM_NODE_MAP ? "{" : "[");
     const csm_node **c = malloc((size_t)(n->nchild + 1) * sizeof *c);
     if (!c) abort();
-    memcpy(c, n->child, (size_t)n->nchild * sizeof *c);
-    if (n->kind == CSM_NODE_MAP) qsort(c, (size_t)n->nchild, sizeof *c, by_key);
+    if (n->nchild > 0) memcpy(c, n->child, (size_t)n->nchild * sizeof *c);
+    if (n->kind == CSM_NODE_MAP && n->nchild > 1) qsort(c, (size_t)n->nchild, sizeof *c, by_key);
     for (int k = 0; k < n->nchild; k++) {
         if (n->kind == CSM_NODE_MAP) h = fnv(h, c[k]->key);
         h = hash_node(h, c[k]);
