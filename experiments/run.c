@@ -91,7 +91,23 @@ static char *out_override(const char *out)
     return s;
 }
 
-/* mkdir -p of the folder holding `path`. */
+int csm_make_dirs(const char *dir, csm_error *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", dir, buf, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    return 0;
+}
+
+/* The folder holding a file `path`, created when missing. */
 static int make_parent(const char *path, csm_error *err)
 {
     char buf[4096];
@@ -99,16 +115,7 @@ static int make_parent(const char *path, csm_error *err)
     char *slash = strrchr(buf, '/');
     if (!slash || slash == buf) return 0;
     *slash = '\0';
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
-    return 0;
+    return csm_make_dirs(buf, err);
 }
 
 static volatile sig_atomic_t stop_requested;

@@ -490,29 +490,12 @@ static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_
     return !strcmp(status, "ok");
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path, csm_error *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p) continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
-        *p = c;
-        if (!c) break;
-    }
-    return 0;
-}
-
 static int execute(sweep *s, int *selected, int nsel)
 {
     csm_error err = {{0}, 0};
     char sub[4200];
     snprintf(sub, sizeof sub, "%s/.partial", s->dir);
-    if (make_dirs(sub, &err)) {
+    if (csm_make_dirs(sub, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
         return 2;
     }
@@ -626,7 +609,7 @@ int csm_cmd_sweep(int argc, char **argv)
         rc = 0;
         goto done;
     }
-    if (make_dirs(s.dir, &err)) {
+    if (csm_make_dirs(s.dir, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
         goto done;
     }

@@ -73,7 +73,7 @@ check "index has a header and 6 rows" [ "$(wc -l <out/tiny/index.csv)" -eq 7 ]
 check "index header" [ "$(head -1 out/tiny/index.csv)" = "run,clustering.count,solver.rotation,status,frames,wall_s,path" ]
 check "every run ok with 7 frames" [ "$(tail -n +2 out/tiny/index.csv | cut -d, -f4,5 | sort -u)" = "ok,7" ]
 check "no partial logs left" [ -z "$(ls out/tiny/.partial)" ]
-$py - out/tiny <<'EOF' || bad "logs do not hold their swept values"
+$py - out/tiny <<'EOF' && ok || bad "logs do not hold their swept values"
 import csv, sys, h5py
 rows = list(csv.DictReader(open(sys.argv[1] + "/index.csv")))
 for r in rows:
@@ -83,7 +83,6 @@ for r in rows:
         assert f.attrs["rotation"] == r["solver.rotation"], r
         assert "sweep" not in f.attrs["config"], "a run's config holds the sweep"
 EOF
-ok
 
 # resume: a rerun skips every finished run and touches no log
 stamp() { stat -c '%n %Y %s' out/tiny/*.h5 | sort; }
@@ -121,7 +120,8 @@ check "the other run is ok" grep -q ',3,ok,5,' out/f/index.csv
 # bad sweeps are refused before anything runs, naming file, line and key
 printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: [0.5, 7]\n' >badvalue.yaml
 out=$("$csm" sweep badvalue.yaml -o out/bad 2>&1)
-check "out-of-range swept value: exit 2 and the line" [ $? -eq 2 ] && echo "$out" | grep -q "badvalue.yaml:4: sweep solver.alpha = 7: solver.alpha = 7 is outside \[0, 1\]" || bad "message: $out"
+check "out-of-range swept value: exit 2" [ $? -eq 2 ]
+echo "$out" | grep -q "badvalue.yaml:4: sweep solver.alpha = 7: solver.alpha = 7 is outside \[0, 1\]" && ok || bad "message: $out"
 check "nothing written for a bad sweep" [ ! -e out/bad ]
 printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: []\n' >empty.yaml
 out=$("$csm" sweep empty.yaml 2>&1)
@@ -157,17 +157,17 @@ check "the interrupted logs are kept" [ "$(ls out/long/*.h5 | wc -l)" -eq 2 ]
 export MPLBACKEND=Agg
 $py "$root/experiments/analysis/compare.py" out/tiny -q kinetic_energy -q angular_momentum.z -q displacement:3 -o plots/compare >compare.txt 2>&1 ||
     bad "compare.py: $(cat compare.txt)"
-check "compare.py writes PNG and PDF" [ -s plots/compare.png ] && [ -s plots/compare.pdf ]
+check "compare.py writes PNG and PDF" [ -s plots/compare.png -a -s plots/compare.pdf ]
 check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' compare.txt)" -eq 18 ]
 $py "$root/experiments/analysis/convergence.py" out/tiny -o plots/convergence >conv.txt 2>&1 || bad "convergence.py: $(cat conv.txt)"
-check "convergence.py writes its plot" [ -s plots/convergence.png ] && [ -s plots/convergence.pdf ]
+check "convergence.py writes its plot" [ -s plots/convergence.png -a -s plots/convergence.pdf ]
 check "convergence.py reports a rate" grep -q "observed rate: error ~ clusters^" conv.txt
 $py "$root/experiments/analysis/timings.py" out/tiny >timings.txt 2>&1 || bad "timings.py: $(cat timings.txt)"
 check "timings.py prints a row per run" [ "$(grep -c '^| count=' timings.txt)" -eq 6 ]
 log=out/tiny/$(sed -n 2p out/tiny/index.csv | cut -d, -f1).h5
 $py "$root/experiments/analysis/render.py" "$log" --frames 0,-1 --color nearest -o plots/tiny >render.txt 2>&1 ||
     bad "render.py: $(cat render.txt)"
-check "render.py writes both frames" [ -s plots/tiny_00000.png ] && [ -s plots/tiny_00006.png ]
+check "render.py writes both frames" [ -s plots/tiny_00000.png -a -s plots/tiny_00006.png ]
 $py "$root/experiments/analysis/render.py" "$log" --frames -1 --color speed --view iso -o plots/speed >>render.txt 2>&1 ||
     bad "render.py --color speed: $(cat render.txt)"
 check "render.py by speed" [ -s plots/speed_00006.png ]
