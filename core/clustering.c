@@ -125,12 +125,15 @@ void csm_cluster_stats_compute(const csm_clusters *c, int32_t n, csm_cluster_sta
 
 static const csm_param_spec random_radius_params[] = {
     {"radius", CSM_REAL, 0.3, 1e-9, 1e9, "neighbourhood radius d of a cluster (rest space)", NULL, {0}, NULL, 0},
+    {"coverage", CSM_INT, 1, 1, 100,
+     "a particle seeds a cluster unless it is already in this many (Bargteil-Jones: 1; more gives denser overlap)", NULL, 
+     {0}, NULL, 0},
     CSM_PARAM_END,
 };
 
 typedef struct gather_ctx {
     csm_cluster_builder *b;
-    char *covered;
+    unsigned char *covered; /* clusters holding each particle, saturating at 255 */
     int32_t first;
 } gather_ctx;
 
@@ -138,23 +141,23 @@ static void gather_member(int32_t j, void *user)
 {
     gather_ctx *g = user;
     csm_builder_add(g->b, g->first + j, 0.0);
-    g->covered[j] = 1;
+    if (g->covered[j] < 255) g->covered[j]++;
 }
 
-/* Clusters of every particle within radius d (rest space) of each seed in `order`; with
-   skip_covered, a seed already in a cluster starts none. Weights w_ic = 1 / n_i. */
+/* Clusters of every particle within radius d (rest space) of each seed in `order`; a seed
+   already in `coverage` clusters starts none (0: every seed starts one). Weights w_ic = 1 / n_i. */
 static int radius_clusters(const csm_particles *p, int32_t first, int32_t count, double d,
-                           const int32_t *order, int skip_covered, csm_cluster_builder *out, csm_error *err)
+                           const int32_t *order, int coverage, csm_cluster_builder *out, csm_error *err)
 {
     const double *rest = &p->rest[3 * first];
     csm_grid grid;
     if (csm_grid_build(&grid, rest, count, d)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    char *covered = calloc((size_t)count, 1);
+    unsigned char *covered = calloc((size_t)count, 1);
     if (!covered) abort();
     gather_ctx g = {out, covered, first};
     for (int32_t s = 0; s < count; s++) {
         int32_t i = order ? order[s] : s;
-        if (skip_covered && covered[i]) continue;
+        if (coverage > 0 && covered[i] >= coverage) continue;
         csm_builder_begin(out);
         csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
         csm_builder_end(out);
@@ -171,7 +174,8 @@ static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p
     int32_t *order = malloc(sizeof *order * ((size_t)count + 1));
     if (!order) abort();
     /* "iteratively choose a random particle ... until all particles are in at least one
-       cluster": a random permutation, skipping particles already covered. */
+       cluster": a random permutation, skipping particles already covered (`coverage` times;
+       more than once gives the denser overlap of region-based methods). */
     csm_rng rng;
     csm_rng_seed(&rng, seed, 0xc105e7u + (uint64_t)first);
     for (int32_t i = 0; i < count; i++) order[i] = i;
@@ -181,7 +185,8 @@ static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p
         order[i] = order[j];
         order[j] = t;
     }
-    int rc = radius_clusters(p, first, count, csm_cfg_num(cfg, "radius"), order, 1, out, err);
+    int rc = radius_clusters(p, first, count, csm_cfg_num(cfg, "radius"), order, (int)csm_cfg_num(cfg, "coverage"),
+                             out, err);
     free(order);
     return rc;
 }

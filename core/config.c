@@ -1187,6 +1187,11 @@ static int load_plugins(csm_node *root, const char *config_path, csm_error *err)
     return 0;
 }
 
+/* Parse `text` (a config in memory, named `path` in messages) or, when it is NULL, the file at
+   `path`; then override and validate. */
+static int load(const char *path, const char *text, const char *const *overrides, int noverrides,
+                csm_config *cfg, csm_error *err);
+
 int csm_config_load(const char *path, const char *const *overrides, int noverrides,
                     csm_config *cfg, csm_error *err)
 {
@@ -1208,8 +1213,21 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
         }
     }
     fclose(f);
+    return load(path, NULL, overrides, noverrides, cfg, err);
+}
+
+int csm_config_load_text(const char *name, const char *text, const char *const *overrides, int noverrides,
+                         csm_config *cfg, csm_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    return load(name, text, overrides, noverrides, cfg, err);
+}
+
+static int load(const char *path, const char *text, const char *const *overrides, int noverrides,
+                csm_config *cfg, csm_error *err)
+{
     cfg->file = dupstr(path, strlen(path));
-    if (parse_yaml(path, NULL, cfg->file, &cfg->root, err)) goto fail;
+    if (parse_yaml(text ? NULL : path, text, cfg->file, &cfg->root, err)) goto fail;
     if (!cfg->root) {
         csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:1: empty config (expected a mapping with at least objects:)", path);
         goto fail;

@@ -78,6 +78,10 @@ typedef struct csm_config {
    without it); `--set sweep={}` drops it. */
 int csm_config_load(const char *path, const char *const *overrides, int noverrides,
                     csm_config *cfg, csm_error *err);
+/* The same for a config held in memory; `name` stands for the file name in messages and gives
+   the default run name. */
+int csm_config_load_text(const char *name, const char *text, const char *const *overrides, int noverrides,
+                         csm_config *cfg, csm_error *err);
 void csm_config_free(csm_config *cfg);
 
 /* Specs of the sections that are not plugins, for `csm list` and the README. */

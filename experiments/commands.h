@@ -15,5 +15,6 @@ int csm_cmd_check(int argc, char **argv);
 int csm_cmd_list(int argc, char **argv);
 int csm_cmd_info(int argc, char **argv);
 int csm_cmd_sweep(int argc, char **argv);
+int csm_cmd_bench(int argc, char **argv);
 
 #endif

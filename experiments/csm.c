@@ -16,7 +16,9 @@ static void usage(FILE *f)
             "            [--shard K/N] [--list]          every run of the config's sweep: one log each + index.csv\n"
             "  csm check CONFIG [--set key=value]...   validate, print the resolved config\n"
             "  csm list                                every plugin with its parameters\n"
-            "  csm info OUT.h5                         what a log holds\n",
+            "  csm info OUT.h5                         what a log holds\n"
+            "  csm bench [SCENE...] [--threads N[,N...]] [--frames N] [--csv] [--scaling] [--list]\n"
+            "                                          per-stage timings of built-in scenes\n",
             CSM_VERSION);
 }
 
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "list")) return csm_cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return csm_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "sweep")) return csm_cmd_sweep(argc - 1, argv + 1);
-    fprintf(stderr, "csm: unknown command '%s' (run, sweep, check, list, info)\n", cmd);
+    if (!strcmp(cmd, "bench")) return csm_cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "csm: unknown command '%s' (run, sweep, check, list, info, bench)\n", cmd);
     return 2;
 }
