@@ -45,36 +45,66 @@ static void quadratic_fit(const csm_world *w, csm_clusters *C, const double *x, 
 void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9])
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const int32_t *member = C->member;
+    const double *wmass = C->wmass, *p = C->p;
     double M = C->mass[c];
-    com[0] = com[1] = com[2] = 0;
+    if (lo == hi) {
+        com[0] = com[1] = com[2] = 0;
+        for (int a = 0; a < 9; a++) Axr[a] = 0;
+        return;
+    }
+    /* One pass: xbar = sum w m x / M (Falkenstein Eq 7) and, about a reference point r (the
+       first member) so that nothing cancels far from the origin, with d = x - r,
+       A_xr = sum w m (x - xbar) p^T = sum w m d p^T - (xbar - r) sum w m p^T, where the last sum
+       is zero up to round-off (p_ic have zero weighted mean, Falkenstein Sec 3.2). */
+    const double *ref = &x[3 * member[lo]];
+    double r0 = ref[0], r1 = ref[1], r2 = ref[2];
+    double s0 = 0, s1 = 0, s2 = 0, q0 = 0, q1 = 0, q2 = 0;
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0, a8 = 0;
     for (int32_t j = lo; j < hi; j++) {
-        const double *xi = &x[3 * C->member[j]];
-        double wm = C->wmass[j];
-        com[0] += wm * xi[0];
-        com[1] += wm * xi[1];
-        com[2] += wm * xi[2];
+        const double *xi = &x[3 * member[j]], *pj = &p[3 * j];
+        double wm = wmass[j];
+        double d0 = wm * (xi[0] - r0), d1 = wm * (xi[1] - r1), d2 = wm * (xi[2] - r2);
+        double p0 = pj[0], p1 = pj[1], p2 = pj[2];
+        s0 += wm * xi[0];
+        s1 += wm * xi[1];
+        s2 += wm * xi[2];
+        q0 += wm * p0;
+        q1 += wm * p1;
+        q2 += wm * p2;
+        a0 += d0 * p0;
+        a1 += d0 * p1;
+        a2 += d0 * p2;
+        a3 += d1 * p0;
+        a4 += d1 * p1;
+        a5 += d1 * p2;
+        a6 += d2 * p0;
+        a7 += d2 * p1;
+        a8 += d2 * p2;
     }
     if (M > 0) {
-        com[0] /= M;
-        com[1] /= M;
-        com[2] /= M;
+        com[0] = s0 / M;
+        com[1] = s1 / M;
+        com[2] = s2 / M;
+    } else {
+        com[0] = com[1] = com[2] = 0;
     }
-    /* A_xr = sum w m (x - xbar) p^T; p_ic already has zero weighted mean (Falkenstein Sec 3.2). */
-    for (int a = 0; a < 9; a++) Axr[a] = 0;
-    for (int32_t j = lo; j < hi; j++) {
-        const double *xi = &x[3 * C->member[j]], *p = &C->p[3 * j];
-        double wm = C->wmass[j];
-        double d0 = wm * (xi[0] - com[0]), d1 = wm * (xi[1] - com[1]), d2 = wm * (xi[2] - com[2]);
-        Axr[0] += d0 * p[0];
-        Axr[1] += d0 * p[1];
-        Axr[2] += d0 * p[2];
-        Axr[3] += d1 * p[0];
-        Axr[4] += d1 * p[1];
-        Axr[5] += d1 * p[2];
-        Axr[6] += d2 * p[0];
-        Axr[7] += d2 * p[1];
-        Axr[8] += d2 * p[2];
-    }
+    double e0 = com[0] - r0, e1 = com[1] - r1, e2 = com[2] - r2;
+    Axr[0] = a0 - e0 * q0;
+    Axr[1] = a1 - e0 * q1;
+    Axr[2] = a2 - e0 * q2;
+    Axr[3] = a3 - e1 * q0;
+    Axr[4] = a4 - e1 * q1;
+    Axr[5] = a5 - e1 * q2;
+    Axr[6] = a6 - e2 * q0;
+    Axr[7] = a7 - e2 * q1;
+    Axr[8] = a8 - e2 * q2;
+}
+
+static int is_identity(const double *A)
+{
+    return A[0] == 1.0 && A[4] == 1.0 && A[8] == 1.0 && A[1] == 0.0 && A[2] == 0.0 && A[3] == 0.0 && A[5] == 0.0 &&
+           A[6] == 0.0 && A[7] == 0.0;
 }
 
 void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
@@ -84,11 +114,19 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     double *F = &C->F[9 * c], *R = &C->R[9 * c], *T = &C->T[9 * c];
     const double *Fp = &C->Fp[9 * c];
     csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
-    double Fp_inv[9], Fe[9], Apq[9];
-    if (csm_m3_inverse(Fp, Fp_inv) == 0.0) csm_m3_identity(Fp_inv);
-    csm_m3_mul(F, Fp_inv, Fe);   /* Eq 9 / 15 */
-    csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
-    w->rotation->extract(w->svd, Apq, Fe, R, &C->sigma[3 * c]);
+    csm_polar_ctx polar = {w->svd, &C->q[4 * c]};
+    int elastic = is_identity(Fp); /* no plastic flow yet: F^e = F, A_pq = A_xr, T = R */
+    double Fe[9], Apq[9];
+    if (elastic) {
+        memcpy(Fe, F, sizeof Fe);
+        memcpy(Apq, Axr, sizeof Apq);
+    } else {
+        double Fp_inv[9];
+        if (csm_m3_inverse(Fp, Fp_inv) == 0.0) csm_m3_identity(Fp_inv);
+        csm_m3_mul(F, Fp_inv, Fe);   /* Eq 9 / 15 */
+        csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
+    }
+    w->rotation->extract(&polar, Apq, Fe, R);
     if (w->mode == CSM_MODE_LINEAR && C->rank[c] == 3 && csm_m3_det(Fe) > 0) {
         /* Müller 2005 linear mode (report Sec 4): goals from beta A + (1 - beta) R, A = F^e / cbrt(det F^e) so the
            linear part keeps volume; F^e is Müller's A_pq A_qq^-1 of the plastic rest shape
@@ -96,6 +134,8 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
         double s3 = cbrt(csm_m3_det(Fe)), B[9];
         for (int a = 0; a < 9; a++) B[a] = w->beta * Fe[a] / s3 + (1.0 - w->beta) * R[a];
         csm_m3_mul(B, Fp, T);
+    } else if (elastic) {
+        memcpy(T, R, 9 * sizeof *T);
     } else {
         csm_m3_mul(R, Fp, T); /* Eq 16: g = R F^p p + xbar */
     }
@@ -105,7 +145,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     C->com[3 * c + 2] = com[2];
 }
 
-void csm_fit_all(csm_world *w, const double *x)
+static void quadratic_ready(csm_world *w)
 {
     csm_clusters *C = &w->C;
     if (w->mode == CSM_MODE_QUADRATIC && !C->Q && csm_clusters_quadratic(C)) {
@@ -113,51 +153,129 @@ void csm_fit_all(csm_world *w, const double *x)
         fprintf(stderr, "csm: out of memory for the quadratic fit of %d clusters\n", C->k);
         abort();
     }
+}
+
+void csm_fit_all(csm_world *w, const double *x)
+{
+    quadratic_ready(w);
+    csm_clusters *C = &w->C;
     int32_t k = C->k;
 #pragma omp parallel for schedule(static)
     for (int32_t c = 0; c < k; c++) csm_cluster_fit(w, C, x, c);
 }
 
-void csm_goal_gather(const csm_world *w, const double *x, int32_t i, double gamma, double g[3])
+/* Cluster c's share of every member's goal, w_ic g_ic, into C->wgoal (cluster order). g_ic is
+   pulled towards x_i by the strain-limit clamp of Bargteil-Jones Algorithm 2 line 10,
+   g_ic + min(gamma / beta, 1)(x_i - g_ic) with beta = |x_i - g_ic| / width_c (Eq 4), written
+   without dividing by beta: the allowed stretch is gamma width_c, and a goal beyond it is pulled
+   back onto it. */
+static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double gamma)
 {
-    const csm_clusters *C = &w->C;
-    const double *xi = &x[3 * i];
-    double acc[3] = {0, 0, 0};
-    for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
-        int32_t j = C->pmember[s];
-        double gic[3];
-        csm_membership_goal(C, j, gic);
-        double wgt = C->weight[j];
-        if (gamma > 0) {
-            /* Bargteil-Jones Algorithm 2 line 10, written without dividing by beta:
-               allowed stretch gamma * width; beyond it the goal is pulled back onto it. */
-            double d[3] = {xi[0] - gic[0], xi[1] - gic[1], xi[2] - gic[2]};
-            double len = csm_v3_norm(d);
-            double limit = gamma * C->width[C->mcluster[j]];
-            double f = len <= limit ? 1.0 : limit / len;
-            gic[0] += f * d[0];
-            gic[1] += f * d[1];
-            gic[2] += f * d[2];
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const int32_t *member = C->member;
+    const double *weight = C->weight, *p = C->p;
+    double *out = C->wgoal;
+    if (C->Q) {
+        for (int32_t j = lo; j < hi; j++) {
+            double g[3], wgt = weight[j];
+            csm_membership_goal(C, j, g);
+            if (gamma > 0) {
+                const double *xi = &x[3 * member[j]];
+                double d[3] = {xi[0] - g[0], xi[1] - g[1], xi[2] - g[2]};
+                double len = csm_v3_norm(d), limit = gamma * C->width[c];
+                double f = len <= limit ? 1.0 : limit / len;
+                for (int a = 0; a < 3; a++) g[a] += f * d[a];
+            }
+            for (int a = 0; a < 3; a++) out[3 * j + a] = wgt * g[a];
         }
-        acc[0] += wgt * gic[0];
-        acc[1] += wgt * gic[1];
-        acc[2] += wgt * gic[2];
+        return;
     }
-    if (C->poff[i] == C->poff[i + 1]) { /* in no cluster: no internal force */
-        acc[0] = xi[0];
-        acc[1] = xi[1];
-        acc[2] = xi[2];
+    const double *T = &C->T[9 * c], *com = &C->com[3 * c];
+    double t0 = T[0], t1 = T[1], t2 = T[2], t3 = T[3], t4 = T[4], t5 = T[5], t6 = T[6], t7 = T[7], t8 = T[8];
+    double c0 = com[0], c1 = com[1], c2 = com[2];
+    if (gamma > 0) {
+        double limit = gamma * C->width[c], limit2 = limit * limit;
+        for (int32_t j = lo; j < hi; j++) {
+            const double *pj = &p[3 * j], *xi = &x[3 * member[j]];
+            double g0 = t0 * pj[0] + t1 * pj[1] + t2 * pj[2] + c0;
+            double g1 = t3 * pj[0] + t4 * pj[1] + t5 * pj[2] + c1;
+            double g2 = t6 * pj[0] + t7 * pj[1] + t8 * pj[2] + c2;
+            double d0 = xi[0] - g0, d1 = xi[1] - g1, d2 = xi[2] - g2;
+            double len2 = d0 * d0 + d1 * d1 + d2 * d2;
+            double f = len2 <= limit2 ? 1.0 : limit / sqrt(len2);
+            double wgt = weight[j];
+            out[3 * j] = wgt * (g0 + f * d0);
+            out[3 * j + 1] = wgt * (g1 + f * d1);
+            out[3 * j + 2] = wgt * (g2 + f * d2);
+        }
+    } else {
+        for (int32_t j = lo; j < hi; j++) {
+            const double *pj = &p[3 * j];
+            double wgt = weight[j];
+            out[3 * j] = wgt * (t0 * pj[0] + t1 * pj[1] + t2 * pj[2] + c0);
+            out[3 * j + 1] = wgt * (t3 * pj[0] + t4 * pj[1] + t5 * pj[2] + c1);
+            out[3 * j + 2] = wgt * (t6 * pj[0] + t7 * pj[1] + t8 * pj[2] + c2);
+        }
     }
-    g[0] = acc[0];
-    g[1] = acc[1];
-    g[2] = acc[2];
 }
 
-void csm_goals_all(const csm_world *w, const double *x, double gamma, double *out)
+/* g_i = sum_c w_ic g_ic (Falkenstein Eq 8): a gather over particle i's memberships, in
+   cluster order, so the sum is the same for any thread count. A particle in no cluster feels
+   no internal force: its goal is where it is. */
+static void gather_goals(const csm_world *w, const double *x, double *out)
 {
+    const csm_clusters *C = &w->C;
+    const int32_t *poff = C->poff, *pmember = C->pmember;
+    const double *wg = C->wgoal;
     int32_t n = w->P.n;
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) csm_goal_gather(w, x, i, gamma, &out[3 * i]);
+#pragma omp for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        int32_t lo = poff[i], hi = poff[i + 1];
+        if (lo == hi) {
+            out[3 * i] = x[3 * i];
+            out[3 * i + 1] = x[3 * i + 1];
+            out[3 * i + 2] = x[3 * i + 2];
+            continue;
+        }
+        double g0 = 0, g1 = 0, g2 = 0;
+        for (int32_t s = lo; s < hi; s++) {
+            const double *v = &wg[3 * pmember[s]];
+            g0 += v[0];
+            g1 += v[1];
+            g2 += v[2];
+        }
+        out[3 * i] = g0;
+        out[3 * i + 1] = g1;
+        out[3 * i + 2] = g2;
+    }
+}
+
+void csm_goals_all(csm_world *w, const double *x, double gamma, double *out)
+{
+    csm_clusters *C = &w->C;
+    int32_t k = C->k;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int32_t c = 0; c < k; c++) cluster_goals(C, x, c, gamma);
+        gather_goals(w, x, out);
+    }
+}
+
+void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
+{
+    quadratic_ready(w);
+    csm_clusters *C = &w->C;
+    int32_t k = C->k;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int32_t c = 0; c < k; c++) {
+            csm_cluster_fit(w, C, x, c);
+            cluster_goals(C, x, c, gamma);
+        }
+        gather_goals(w, x, out);
+    }
 }
 
 /* Rigid velocity of cluster c: v_cm and omega = I^-1 L about the cluster's centre of mass. */

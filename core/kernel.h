@@ -15,13 +15,16 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
 /* Fit every cluster (in parallel). */
 void csm_fit_all(csm_world *w, const double *x);
 
-/* Goal of particle i from the last fits: g_i = sum_c w_ic g_ic (Falkenstein Eq 8), each g_ic
-   pulled towards x_i by the strain-limit clamp of Bargteil-Jones Algorithm 2 line 10:
-   g_ic + min(gamma / beta, 1)(x_i - g_ic), beta = |x_i - g_ic| / width_c (Eq 4). gamma = 0
-   gives the plain shape-matching goal. */
-void csm_goal_gather(const csm_world *w, const double *x, int32_t i, double gamma, double g[3]);
-/* Gather every particle's goal into out[3n] (in parallel). */
-void csm_goals_all(const csm_world *w, const double *x, double gamma, double *out);
+/* Every particle's goal from the last fits into out[3n] (in parallel): g_i = sum_c w_ic g_ic
+   (Falkenstein Eq 8), each g_ic pulled towards x_i by the strain-limit clamp of Bargteil-Jones
+   Algorithm 2 line 10: g_ic + min(gamma / beta, 1)(x_i - g_ic), beta = |x_i - g_ic| / width_c
+   (Eq 4). gamma = 0 gives the plain shape-matching goal. A particle in no cluster gets g_i = x_i.
+   Each cluster writes its members' w_ic g_ic, then each particle sums its own in cluster order:
+   no atomics, the same bits for any thread count. */
+void csm_goals_all(csm_world *w, const double *x, double gamma, double *out);
+/* csm_fit_all then csm_goals_all in one pass over the clusters (each cluster's members are
+   still in cache for their goals): one goal pass of an integrator. */
+void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out);
 
 /* Goal of membership j (particle member[j] in cluster mcluster[j]) from the last fit. */
 static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double g[3])

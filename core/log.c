@@ -485,9 +485,9 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     return 0;
 }
 
-int csm_log_frame(csm_log *log, const csm_sim *sim, const csm_diag *d, csm_error *err)
+int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
 {
-    const csm_world *w = &sim->w;
+    csm_world *w = &sim->w;
     const csm_clusters *C = &w->C;
     const csm_timings *t = &sim->last;
     int rc = 0;

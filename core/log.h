@@ -14,8 +14,9 @@ typedef struct csm_log csm_log;
 
 /* Create the log (status "running"), write the root attributes and /rest. */
 int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error *err);
-/* Append the current state as one frame. */
-int csm_log_frame(csm_log *log, const csm_sim *sim, const csm_diag *d, csm_error *err);
+/* Append the current state as one frame (the goals, when logged, are gathered through the
+   clusters' goal scratch). */
+int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err);
 /* Set the status ("ok", "failed: ...", "interrupted"), write the sidecar, close. */
 int csm_log_close(csm_log *log, const char *status, csm_error *err);
 

@@ -102,13 +102,18 @@ typedef struct csm_integrator {
     void (*destroy)(void *state);
 } csm_integrator;
 
-/* Extracts a cluster's rotation from its fit. Axr = sum_i w m (x_i - xbar) p_ic^T (with the
-   plastic rest shape folded in), Fe = F (F^p)^-1. Writes R (proper) and the signed singular
-   values of the matrix it decomposed. */
+/* How a rotation plugin takes a polar decomposition: through the configured SVD backend,
+   warm started from the cluster's last rotation q (csm_polar3_warm), which it updates. */
+typedef struct csm_polar_ctx {
+    csm_svd3_fn svd;
+    double *q; /* [4] unit quaternion of the cluster's last rotation; zeros when it has none */
+} csm_polar_ctx;
+
+/* Extracts a cluster's rotation from its fit. Apq = sum_i w m (x_i - xbar) (F^p p_ic)^T (A_xr
+   with the plastic rest shape folded in), Fe = F (F^p)^-1. Writes R, a proper rotation. */
 typedef struct csm_rotation {
     CSM_PLUGIN_HEAD;
-    void (*extract)(csm_svd3_fn svd, const double Axr[9], const double Fe[9], double R[9],
-                    double sigma[3]);
+    void (*extract)(const csm_polar_ctx *polar, const double Apq[9], const double Fe[9], double R[9]);
 } csm_rotation;
 
 /* Builds initial clusters over particles [first, first + count) of one object. */

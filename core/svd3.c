@@ -169,6 +169,113 @@ void csm_polar3(csm_svd3_fn svd, const double A[9], double R[9], double s[3])
     csm_m3_mul_bt(U, V, R);
 }
 
+void csm_quat_to_rotation(const double q[4], double R[9])
+{
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    double xx = x * x, yy = y * y, zz = z * z, xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y,
+           wz = w * z;
+    R[0] = 1 - 2 * (yy + zz);
+    R[1] = 2 * (xy - wz);
+    R[2] = 2 * (xz + wy);
+    R[3] = 2 * (xy + wz);
+    R[4] = 1 - 2 * (xx + zz);
+    R[5] = 2 * (yz - wx);
+    R[6] = 2 * (xz - wy);
+    R[7] = 2 * (yz + wx);
+    R[8] = 1 - 2 * (xx + yy);
+}
+
+void csm_quat_from_rotation(const double R[9], double q[4])
+{
+    /* Shepperd's method: divide by the largest of the four candidates. */
+    double tr = R[0] + R[4] + R[8];
+    if (tr >= R[0] && tr >= R[4] && tr >= R[8]) {
+        double r = sqrt(1 + tr), s = 0.5 / r;
+        q[0] = 0.5 * r;
+        q[1] = (R[7] - R[5]) * s;
+        q[2] = (R[2] - R[6]) * s;
+        q[3] = (R[3] - R[1]) * s;
+    } else if (R[0] >= R[4] && R[0] >= R[8]) {
+        double r = sqrt(1 + R[0] - R[4] - R[8]), s = 0.5 / r;
+        q[0] = (R[7] - R[5]) * s;
+        q[1] = 0.5 * r;
+        q[2] = (R[1] + R[3]) * s;
+        q[3] = (R[2] + R[6]) * s;
+    } else if (R[4] >= R[8]) {
+        double r = sqrt(1 + R[4] - R[0] - R[8]), s = 0.5 / r;
+        q[0] = (R[2] - R[6]) * s;
+        q[1] = (R[1] + R[3]) * s;
+        q[2] = 0.5 * r;
+        q[3] = (R[5] + R[7]) * s;
+    } else {
+        double r = sqrt(1 + R[8] - R[0] - R[4]), s = 0.5 / r;
+        q[0] = (R[3] - R[1]) * s;
+        q[1] = (R[2] + R[6]) * s;
+        q[2] = (R[5] + R[7]) * s;
+        q[3] = 0.5 * r;
+    }
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int k = 0; k < 4; k++) q[k] /= n;
+}
+
+int csm_polar3_newton(const double A[9], double q[4], double R[9])
+{
+    double scale = 0;
+    for (int k = 0; k < 9; k++) scale += fabs(A[k]);
+    if (!(scale > 0) || !isfinite(scale)) return -1;
+    for (int step = 1; step <= 16; step++) {
+        csm_quat_to_rotation(q, R);
+        double M[9];
+        csm_m3_mul_at(R, A, M); /* M = R^T A */
+        /* f(omega) = tr((R exp[omega]x)^T A) = f + g.omega - omega^T H omega / 2 + O(omega^3) with
+           g = axial(M - M^T) and H = tr(S) I - S, S = (M + M^T) / 2. */
+        double g0 = M[7] - M[5], g1 = M[2] - M[6], g2 = M[3] - M[1];
+        double h00 = M[4] + M[8], h11 = M[0] + M[8], h22 = M[0] + M[4];
+        double h01 = -0.5 * (M[1] + M[3]), h02 = -0.5 * (M[2] + M[6]), h12 = -0.5 * (M[5] + M[7]);
+        /* adjugate of H; H is positive definite at a strict maximum over SO(3) */
+        double c00 = h11 * h22 - h12 * h12, c01 = h02 * h12 - h01 * h22, c02 = h01 * h12 - h02 * h11;
+        double c11 = h00 * h22 - h02 * h02, c12 = h01 * h02 - h00 * h12, c22 = h00 * h11 - h01 * h01;
+        double det = h00 * c00 + h01 * c01 + h02 * c02;
+        double tol = 1e-10 * scale;
+        if (!(h00 > tol && c22 > tol * tol && det > tol * tol * tol)) return -1;
+        double inv = 1.0 / det;
+        double w0 = (c00 * g0 + c01 * g1 + c02 * g2) * inv;
+        double w1 = (c01 * g0 + c11 * g1 + c12 * g2) * inv;
+        double w2 = (c02 * g0 + c12 * g1 + c22 * g2) * inv;
+        /* q <- q (1, omega / 2), normalised: R exp[omega]x up to O(|omega|^3) */
+        double a = 0.5 * w0, b = 0.5 * w1, c = 0.5 * w2;
+        double n0 = q[0] - q[1] * a - q[2] * b - q[3] * c;
+        double n1 = q[1] + q[0] * a + q[2] * c - q[3] * b;
+        double n2 = q[2] + q[0] * b - q[1] * c + q[3] * a;
+        double n3 = q[3] + q[0] * c + q[1] * b - q[2] * a;
+        double norm = 1.0 / sqrt(n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3);
+        q[0] = n0 * norm;
+        q[1] = n1 * norm;
+        q[2] = n2 * norm;
+        q[3] = n3 * norm;
+        double w2sum = w0 * w0 + w1 * w1 + w2 * w2;
+        if (!(w2sum < 4.0)) return -1; /* a turn of more than about 2 rad: far from the basin */
+        if (w2sum < 1e-18) {
+            csm_quat_to_rotation(q, R);
+            return step;
+        }
+    }
+    return -1;
+}
+
+void csm_polar3_warm(csm_svd3_fn svd, const double A[9], double q[4], double R[9])
+{
+    double n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+    if (svd == csm_svd3_fast && fabs(n2 - 1.0) < 1e-6) {
+        double start[4] = {q[0], q[1], q[2], q[3]};
+        if (csm_polar3_newton(A, q, R) > 0) return;
+        memcpy(q, start, sizeof start);
+    }
+    double s[3];
+    csm_polar3(svd, A, R, s);
+    csm_quat_from_rotation(R, q);
+}
+
 int csm_pinv_sym3(const double A[9], double rel_tol, double out[9])
 {
     double U[9], s[3], V[9];

@@ -61,7 +61,7 @@ static int cluster_arrays(csm_clusters *c, array_ref *a)
     REF(F, 9);
     REF(R, 9);
     REF(T, 9);
-    REF(sigma, 3);
+    REF(q, 4);
     REF(qmean, 6);
     REF(Aqq_inv, 81);
     REF(Q, 18);
@@ -77,6 +77,7 @@ static int membership_arrays(csm_clusters *c, array_ref *a)
     REF(wbase, 1);
     REF(wmass, 1);
     REF(p, 3);
+    REF(wgoal, 3);
     REF(pmember, 1);
 #undef REF
     return k;
@@ -209,7 +210,7 @@ static void fresh_state(csm_clusters *c, int32_t cl)
     csm_m3_identity(&c->T[9 * cl]);
     csm_m3_identity(&c->F[9 * cl]);
     c->com[3 * cl] = c->com[3 * cl + 1] = c->com[3 * cl + 2] = 0;
-    c->sigma[3 * cl] = c->sigma[3 * cl + 1] = c->sigma[3 * cl + 2] = 1;
+    memset(&c->q[4 * cl], 0, 4 * sizeof *c->q); /* the first fit decomposes cold */
     c->stress_alpha[cl] = 0;
     c->flowed[cl] = 0;
     c->state[cl] = CSM_CLUSTER_ACTIVE;

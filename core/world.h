@@ -34,6 +34,7 @@ typedef struct csm_clusters {
                              fade factor of a cluster being removed or added (Falkenstein Sec 3.2.1) */
     double *wmass;        /* [m] w_ic m_i, the mass a member lends its cluster (Falkenstein Eq 7) */
     double *p;            /* [3m] rest offset p_ic from the cluster's rest centre of mass */
+    double *wgoal;        /* [3m] scratch of a goal pass: w_ic g_ic in cluster order */
     /* particle -> memberships, CSR */
     int32_t *poff;        /* [n+1] */
     int32_t *pmember;     /* [m] index into the member arrays */
@@ -53,7 +54,7 @@ typedef struct csm_clusters {
     double *F;            /* [9k] A_xr A_rr^-1 */
     double *R;            /* [9k] rotation */
     double *T;            /* [9k] goal transform: g_ic = T p_ic + x-bar (R F^p when rigid) */
-    double *sigma;        /* [3k] signed singular values of the matrix the rotation came from */
+    double *q;            /* [4k] R as a unit quaternion, the warm start of the next fit (zeros: none) */
     /* quadratic mode only (NULL otherwise; see csm_clusters_quadratic): goals gain Q (q2(p) - qmean) */
     double *qmean;        /* [6k] weighted mean of q2(p) = (px^2, py^2, pz^2, px py, py pz, pz px) */
     double *Aqq_inv;      /* [81k] pseudo-inverse of sum w m q~ q~^T, q~ = (p, q2(p) - qmean) */

@@ -123,8 +123,7 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
 
     /* Lines 1-2: spring velocities towards the plain goals, external forces. */
     if (s->alpha > 0) {
-        csm_fit_all(w, x);
-        csm_goals_all(w, x, 0.0, g);
+        csm_fit_goals_all(w, x, 0.0, g);
     }
     double a = s->alpha / h;
 #pragma omp parallel for schedule(static)
@@ -145,14 +144,16 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
         if (P->inv_mass[i] == 0.0) continue;
         for (int d = 0; d < 3; d++) x[3 * i + d] += h * v[3 * i + d];
     }
-    if (s->iterations <= 0) return 0;
+    /* With omega = 0 every projection leaves x^(j+1) = x^j: there is nothing to run (and
+       skipping the fits keeps the clusters' warm-start rotations exactly as shape matching
+       leaves them, so the two integrators stay equal bit for bit). */
+    if (s->iterations <= 0 || s->omega == 0.0) return 0;
 
     /* Lines 4-7: Jacobi strain-limiting (or, with gamma = 0, PBD) projections. */
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
     double om = s->omega;
     for (int j = 0; j < s->iterations; j++) {
-        csm_fit_all(w, x);
-        csm_goals_all(w, x, s->gamma, g);
+        csm_fit_goals_all(w, x, s->gamma, g);
 #pragma omp parallel for schedule(static)
         for (int32_t i = 0; i < n; i++) {
             if (P->inv_mass[i] == 0.0) continue;

@@ -8,19 +8,17 @@ static const csm_param_spec no_params[] = {CSM_PARAM_END};
 
 /* Müller 2005 Sec 3.3: R from the polar decomposition of A_pq (here A_xr of the plastic rest
    shape q = F^p p, i.e. A_xr (F^p)^T). Exerts no net torque (A_pq R^T is symmetric). */
-static void polar_apq_extract(csm_svd3_fn svd, const double Axr[9], const double Fe[9], double R[9],
-                              double sigma[3])
+static void polar_apq_extract(const csm_polar_ctx *polar, const double Apq[9], const double Fe[9], double R[9])
 {
     (void)Fe;
-    csm_polar3(svd, Axr, R, sigma);
+    csm_polar3_warm(polar->svd, Apq, polar->q, R);
 }
 
 /* Falkenstein 2017 Eq 5 and 15: R from the polar decomposition of F^e = A_xr A_rr^-1 (F^p)^-1. */
-static void polar_f_extract(csm_svd3_fn svd, const double Axr[9], const double Fe[9], double R[9],
-                            double sigma[3])
+static void polar_f_extract(const csm_polar_ctx *polar, const double Apq[9], const double Fe[9], double R[9])
 {
-    (void)Axr;
-    csm_polar3(svd, Fe, R, sigma);
+    (void)Apq;
+    csm_polar3_warm(polar->svd, Fe, polar->q, R);
 }
 
 const csm_rotation csm_rotation_polar_apq = {

@@ -1,5 +1,5 @@
 /* The fast 3x3 SVD held to LAPACKE dgesvd on random, near-singular, inverted and rank-deficient
-   matrices; polar rotations are proper; the A_rr pseudo-inverse. */
+   matrices; polar rotations are proper; the warm-started Newton polar; the A_rr pseudo-inverse. */
 #include "check.h"
 #include "random3.h"
 
@@ -113,6 +113,59 @@ static void test_polar_of_rotation_times_stretch(void **state)
     }
 }
 
+/* The warm-started Newton polar agrees with the LAPACKE polar wherever the rotation is unique
+   (s1 + s2 > 0), from a start near the answer (a fit one step later), from a random rotation
+   and cold; and the quaternion round trip is exact to round-off. */
+static void test_polar_warm_start(void **state)
+{
+    (void)state;
+    csm_rng r;
+    csm_rng_seed(&r, 17, 5);
+    int newton = 0, tried = 0;
+    for (int t = 0; t < 3000; t++) {
+        double s[3] = {0.2 + 2 * csm_rng_uniform(&r), 0, 0}, A[9], Rl[9], sl[3];
+        s[1] = s[0] * csm_rng_uniform(&r);
+        s[2] = (2 * csm_rng_uniform(&r) - 1) * s[1]; /* inverted for about half */
+        if (t % 10 == 0) s[2] = 0;                     /* planar */
+        random_matrix(&r, s, A);
+        csm_polar3(csm_svd3_lapacke, A, Rl, sl);
+        double q[4], Rw[9], Rq[9];
+        csm_quat_from_rotation(Rl, q);
+        csm_quat_to_rotation(q, Rq);
+        for (int k = 0; k < 9; k++) assert_close(Rq[k], Rl[k], 1e-14);
+        /* starts: the answer turned by a small rotation, a random rotation, none */
+        double turn[9], start[9];
+        double a = 0.05 * csm_rng_uniform(&r), axis[3] = {csm_rng_uniform(&r), 1, csm_rng_uniform(&r)};
+        double n = csm_v3_norm(axis), qt[4] = {cos(a / 2), sin(a / 2) * axis[0] / n, sin(a / 2) * axis[1] / n,
+                                              sin(a / 2) * axis[2] / n};
+        csm_quat_to_rotation(qt, turn);
+        csm_m3_mul(Rl, turn, start);
+        double starts[3][4];
+        csm_quat_from_rotation(start, starts[0]);
+        random_rotation(&r, start);
+        csm_quat_from_rotation(start, starts[1]);
+        memset(starts[2], 0, sizeof starts[2]);
+        for (int k = 0; k < 3; k++) {
+            memcpy(q, starts[k], sizeof q);
+            if (k == 0 && s[1] + s[2] > 1e-3 * s[0]) {
+                tried++;
+                double qn[4];
+                memcpy(qn, q, sizeof qn);
+                newton += csm_polar3_newton(A, qn, Rw) > 0;
+            }
+            csm_polar3_warm(csm_svd3_fast, A, q, Rw);
+            assert_close(csm_m3_det(Rw), 1.0, 1e-12);
+            if (s[1] + s[2] > 1e-6 * s[0])
+                for (int j = 0; j < 9; j++) assert_close(Rw[j], Rl[j], 1e-9);
+            csm_quat_to_rotation(q, Rq); /* q holds R */
+            for (int j = 0; j < 9; j++) assert_close(Rq[j], Rw[j], 1e-14);
+        }
+    }
+    /* Newton itself (not the SVD fallback) answers from a nearby start */
+    assert_int_equal(newton, tried);
+    assert_true(tried > 2000);
+}
+
 static void test_pinv(void **state)
 {
     (void)state;
@@ -138,6 +191,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_near_singular_and_rank_deficient),
+        cmocka_unit_test(test_polar_warm_start),
         cmocka_unit_test(test_inverted),
         cmocka_unit_test(test_polar_of_rotation_times_stretch),
         cmocka_unit_test(test_pinv),
