@@ -129,7 +129,7 @@ static int read_off(reader *r, char *header, dbuf *v, ibuf *tri, csm_error *err)
         s = next_line(r);
         if (!s) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: file ends before the vertex and face counts", r->path, r->line);
     }
-    int64_t nv, nf, ne;
+    int64_t nv = 0, nf = 0, ne = 0;
     if (read_count(r, &s, &nv, "vertex count", err) || read_count(r, &s, &nf, "face count", err)) return -1;
     while (isspace((unsigned char)*s)) s++;
     if (*s && read_count(r, &s, &ne, "edge count", err)) return -1;
@@ -160,14 +160,14 @@ static int read_off(reader *r, char *header, dbuf *v, ibuf *tri, csm_error *err)
                           r->path, r->line, (long long)nf, (long long)f);
             break;
         }
-        int64_t count;
+        int64_t count = 0;
         if (read_count(r, &s, &count, "face size", err)) {
             rc = -1;
             break;
         }
         poly.n = 0;
         for (int64_t k = 0; k < count && !rc; k++) {
-            int64_t idx;
+            int64_t idx = 0;
             while (isspace((unsigned char)*s)) s++;
             if (!*s)
                 rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a face of %lld vertices lists %lld", r->path, r->line,
