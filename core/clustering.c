@@ -322,13 +322,76 @@ double csm_fcm_update(const double *x, const double *mass, int32_t count, double
     return change;
 }
 
+/* csm_fcm_iterate when exactly one centre is free and the rest are held or ignored (the cluster
+   optimisation of Falkenstein Sec 3.2.2, a new centre among fixed neighbours). A held centre
+   never moves, so each point's distances to them are summed once: with a the nearest held
+   distance and H = sum_held (a / d_c)^e, the free centre at distance f gets
+   u_f = (m0 / f)^e / (H (m0 / a)^e + (m0 / f)^e), m0 = min(a, f), and every held membership is
+   its fixed share times g = (m0 / a)^e / (that sum), the largest of them (at the nearest held
+   centre) being g. An update then costs O(points) instead of O(points k). Returns -1 when out
+   of memory (the caller runs the general update). */
+static int fcm_iterate_one_free(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
+                                const unsigned char *state, int32_t free_c, double m, double tolerance,
+                                int max_iterations)
+{
+    double *aux = malloc(4 * (size_t)(count ? count : 1) * sizeof *aux); /* a, H, u_f, g per point */
+    if (!aux) return -1;
+    double expo = 1.0 / (m - 1.0);
+    for (int32_t i = 0; i < count; i++) {
+        double a = INFINITY, H = 0;
+        for (int32_t c = 0; c < k; c++)
+            if (state[c] == CSM_FCM_HELD) a = fmin(a, fcm_d2(&x[3 * i], &centres[3 * c]));
+        if (a > 0 && a < INFINITY)
+            for (int32_t c = 0; c < k; c++)
+                if (state[c] == CSM_FCM_HELD) H += fcm_ratio(a, fcm_d2(&x[3 * i], &centres[3 * c]), expo);
+        aux[4 * i] = a; /* 0: on a held centre, which takes all of it; infinite: none held */
+        aux[4 * i + 1] = H;
+    }
+    int it = 0;
+    while (it < max_iterations) {
+        const double *cf = &centres[3 * free_c];
+        double change = 0, W = 0, S[3] = {0, 0, 0};
+        for (int32_t i = 0; i < count; i++) {
+            double a = aux[4 * i], H = aux[4 * i + 1], f = fcm_d2(&x[3 * i], cf), uf, g;
+            if (a == 0) {
+                uf = 0, g = 1;
+            } else if (f == 0 || a == INFINITY) {
+                uf = 1, g = 0;
+            } else {
+                double m0 = fmin(a, f), held = fcm_ratio(m0, a, expo), fr = fcm_ratio(m0, f, expo);
+                double total = H * held + fr;
+                uf = fr / total;
+                g = held / total;
+            }
+            if (it > 0) change = fmax(change, fmax(fabs(uf - aux[4 * i + 2]), fabs(g - aux[4 * i + 3])));
+            aux[4 * i + 2] = uf;
+            aux[4 * i + 3] = g;
+            double wt = mass[i] * (m == 2.0 ? uf * uf : pow(uf, m));
+            W += wt;
+            for (int d = 0; d < 3; d++) S[d] += wt * x[3 * i + d];
+        }
+        if (W > 0)
+            for (int d = 0; d < 3; d++) centres[3 * free_c + d] = S[d] / W;
+        if (it++ > 0 && change <= tolerance) break;
+    }
+    free(aux);
+    return it;
+}
+
 int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
                     const unsigned char *state, double m, double tolerance, int max_iterations, double *u)
 {
-    int it = 0;
-    while (it < max_iterations) {
-        double change = csm_fcm_update(x, mass, count, centres, k, state, m, u);
-        if (it++ > 0 && change <= tolerance) break;
+    int it = 0, nfree = 0;
+    int32_t free_c = -1;
+    for (int32_t c = 0; state && c < k; c++)
+        if (state[c] == CSM_FCM_FREE) nfree++, free_c = c;
+    if (nfree == 1) it = fcm_iterate_one_free(x, mass, count, centres, k, state, free_c, m, tolerance, max_iterations);
+    if (it <= 0) {
+        it = 0;
+        while (it < max_iterations) {
+            double change = csm_fcm_update(x, mass, count, centres, k, state, m, u);
+            if (it++ > 0 && change <= tolerance) break;
+        }
     }
     /* memberships that match the final centres */
     double expo = 1.0 / (m - 1.0);

@@ -17,6 +17,7 @@ void csm_embedding_free(csm_embedding *E)
     free(E->e);
     free(E->centre);
     free(E->T);
+    free(E->q);
     free(E->acc);
     free(E->lin);
     memset(E, 0, sizeof *E);
@@ -102,8 +103,11 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
     }
     if (csm_grow((void **)&E->acc, &E->cap_acc, 4 * (int64_t)E->np, sizeof *E->acc)) return -1;
     if (csm_grow((void **)&E->centre, &E->cap_centre, 3 * (int64_t)E->nc, sizeof *E->centre) ||
-        csm_grow((void **)&E->T, &E->cap_T, 9 * (int64_t)E->nc, sizeof *E->T))
+        csm_grow((void **)&E->T, &E->cap_T, 9 * (int64_t)E->nc, sizeof *E->T) ||
+        csm_grow((void **)&E->q, &E->cap_q, 4 * (int64_t)E->nc, sizeof *E->q))
         return -1;
+    /* e starts at x, so each cluster's rotation in embedded space starts at its last one */
+    for (int32_t a = 0; a < E->nc; a++) memcpy(&E->q[4 * a], &C->q[4 * E->cluster[a]], 4 * sizeof *E->q);
     return 0;
 }
 
@@ -113,11 +117,11 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
 static void fit(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int32_t a)
 {
     int32_t c = E->cluster[a];
-    double Axr[9], Apq[9], R[9], s[3];
+    double Axr[9], Apq[9], R[9];
     const double *Fp = &C->Fp[9 * c];
     csm_cluster_moments(C, E->e, c, &E->centre[3 * a], Axr);
     csm_m3_mul_bt(Axr, Fp, Apq);
-    csm_polar3(svd, Apq, R, s);
+    csm_polar3_warm(svd, Apq, &E->q[4 * a], R);
     csm_m3_mul(R, Fp, &E->T[9 * a]);
 }
 

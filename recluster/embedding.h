@@ -24,11 +24,12 @@ typedef struct csm_embedding {
     double *e;            /* [3n] embedded positions, by particle id (meaningful on P_e) */
     double *centre;       /* [3nc] e_c of the last fit */
     double *T;            /* [9nc] R_c F^p_c of the last fit */
+    double *q;            /* [4nc] R_c as a quaternion: each fit starts from the last (first: the cluster's own) */
     double *acc;          /* [4np] goal sums and weight sums of a Jacobi sweep */
     double *lin;          /* linear embedding: the (np + nc)^2 matrix and 3 right-hand sides */
     int32_t cap_n, cap_k;
     int64_t cap_np, cap_nc;
-    int64_t cap_acc, cap_centre, cap_T, cap_lin; /* in doubles */
+    int64_t cap_acc, cap_centre, cap_T, cap_q, cap_lin; /* in doubles */
 } csm_embedding;
 
 void csm_embedding_free(csm_embedding *E);

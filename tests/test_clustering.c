@@ -4,6 +4,7 @@
 #include "sim_run.h"
 
 #include "clustering.h"
+#include "rng.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,42 @@ static void test_fuzzy_cmeans_with_held_centres(void **state)
     assert_close(u[3 * 1 + 1], 1 / (1 + c * c), 1e-9);
 }
 
+/* With one free centre csm_fcm_iterate sums the held centres once per point; it must land where
+   the general update does, for m = 2 and another m, with points on a held centre and ignored
+   centres in the mix. */
+static void test_fuzzy_cmeans_one_free_matches_general(void **state)
+{
+    (void)state;
+    enum { N = 300, K = 7 };
+    csm_rng r;
+    csm_rng_seed(&r, 9, 2);
+    double x[3 * N], mass[N];
+    for (int i = 0; i < 3 * N; i++) x[i] = csm_rng_uniform(&r);
+    for (int i = 0; i < N; i++) mass[i] = 0.5 + csm_rng_uniform(&r);
+    double start[3 * K];
+    for (int c = 0; c < 3 * K; c++) start[c] = csm_rng_uniform(&r);
+    memcpy(&x[0], &start[3], 3 * sizeof(double)); /* point 0 sits on held centre 1 */
+    unsigned char st[K] = {CSM_FCM_HELD, CSM_FCM_HELD, CSM_FCM_IGNORED, CSM_FCM_HELD,
+                           CSM_FCM_FREE, CSM_FCM_HELD, CSM_FCM_HELD};
+    const double ms[2] = {2.0, 1.6};
+    for (int t = 0; t < 2; t++) {
+        double fast[3 * K], general[3 * K], *u = malloc(sizeof(double) * N * K);
+        memcpy(fast, start, sizeof fast);
+        memcpy(general, start, sizeof general);
+        int it = csm_fcm_iterate(x, mass, N, fast, K, st, ms[t], 1e-13, 500, u);
+        int git = 0;
+        while (git < 500) {
+            double change = csm_fcm_update(x, mass, N, general, K, st, ms[t], u);
+            if (git++ > 0 && change <= 1e-13) break;
+        }
+        assert_true(it > 2 && it < 500 && abs(it - git) <= 1);
+        for (int c = 0; c < 3 * K; c++) assert_close(fast[c], general[c], 1e-11);
+        for (int c = 0; c < 3 * K; c++)
+            if (c / 3 != 4) assert_true(fast[c] == start[c]); /* only the free centre moves */
+        free(u);
+    }
+}
+
 /* Bender: one region per particle; with grid spacing 0.1 and radius 0.15 an interior particle's
    region holds it, its 6 face and 12 edge neighbours; modified masses m_i / |R_i| keep the
    total mass. */
@@ -146,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_fuzzy_cmeans_partition_and_determinism),
         cmocka_unit_test(test_fuzzy_cmeans_hand_computed),
         cmocka_unit_test(test_fuzzy_cmeans_with_held_centres),
+        cmocka_unit_test(test_fuzzy_cmeans_one_free_matches_general),
         cmocka_unit_test(test_per_particle_regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
