@@ -424,7 +424,8 @@ static int scaling_report(int csv, int frames)
 
 int csm_cmd_bench(int argc, char **argv)
 {
-    const char **names = calloc((size_t)argc + 1, sizeof *names);
+    size_t ndefault = sizeof default_scenes / sizeof default_scenes[0];
+    const char **names = calloc((size_t)argc + ndefault, sizeof *names);
     if (!names) abort();
     int nnames = 0, csv = 0, scaling = 0, frames = 0, threads[16], nthreads = 1;
     threads[0] = 0;
