@@ -132,7 +132,7 @@ static const csm_param_spec random_radius_params[] = {
 };
 
 typedef struct gather_ctx {
-    csm_cluster_builder *b;
+    csm_cluster_builder *b;  /* NULL: only count coverage */
     unsigned char *covered; /* clusters holding each particle, saturating at 255 */
     int32_t first;
 } gather_ctx;
@@ -140,29 +140,39 @@ typedef struct gather_ctx {
 static void gather_member(int32_t j, void *user)
 {
     gather_ctx *g = user;
-    csm_builder_add(g->b, g->first + j, 0.0);
-    if (g->covered[j] < 255) g->covered[j]++;
+    if (g->b) csm_builder_add(g->b, g->first + j, 0.0);
+    else if (g->covered[j] < 255) g->covered[j]++;
 }
 
 /* Clusters of every particle within radius d (rest space) of each seed in `order`; a seed
-   already in `coverage` clusters starts none (0: every seed starts one). Weights w_ic = 1 / n_i. */
+   already in `coverage` clusters starts none (0: every seed starts one). Weights w_ic = 1 / n_i.
+   The seeds are chosen in `order` and their clusters stored by seed index, so that clusters
+   next to each other in memory are next to each other in space (their members share cache
+   lines when fitted one after another). */
 static int radius_clusters(const csm_particles *p, int32_t first, int32_t count, double d,
                            const int32_t *order, int coverage, csm_cluster_builder *out, csm_error *err)
 {
     const double *rest = &p->rest[3 * first];
     csm_grid grid;
     if (csm_grid_build(&grid, rest, count, d)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    unsigned char *covered = calloc((size_t)count, 1);
-    if (!covered) abort();
-    gather_ctx g = {out, covered, first};
+    unsigned char *covered = calloc((size_t)count, 1), *seed = calloc((size_t)count, 1);
+    if (!covered || !seed) abort();
+    gather_ctx g = {NULL, covered, first};
     for (int32_t s = 0; s < count; s++) {
         int32_t i = order ? order[s] : s;
         if (coverage > 0 && covered[i] >= coverage) continue;
+        seed[i] = 1;
+        csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
+    }
+    g.b = out;
+    for (int32_t i = 0; i < count; i++) {
+        if (!seed[i]) continue;
         csm_builder_begin(out);
         csm_grid_query(&grid, rest, &rest[3 * i], d, gather_member, &g);
         csm_builder_end(out);
     }
     free(covered);
+    free(seed);
     csm_grid_free(&grid);
     csm_builder_equal_weights(out, first, count);
     return 0;
