@@ -26,7 +26,8 @@ void csm_polar3(csm_svd3_fn svd, const double A[9], double R[9], double s[3]);
    R by omega; near the answer the error squares every step, so a warm start from the last
    step's rotation takes one to three steps. Returns the steps taken, or -1 when
    tr(S) I - S is not positive definite on the way (a collinear or nearly inverted A, where
-   the maximiser is not isolated) or 16 steps do not converge; R is then unset. */
+   the maximiser is not isolated), a step turns by 2 rad or more (the start was far from the
+   answer) or 16 steps do not converge; R and q are then unspecified. */
 int csm_polar3_newton(const double A[9], double q[4], double R[9]);
 
 /* R = polar(A) warm started from q (csm_polar3_newton) when svd is the fast backend and q is a

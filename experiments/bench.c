@@ -485,7 +485,7 @@ int csm_cmd_bench(int argc, char **argv)
     print_header(csv);
     int status = 0;
     for (int k = 0; k < nnames; k++) {
-        result first = {{0}, 0, 0, 0, 0, 0, 0, {0}, {0}, {0}, {0}, 0, 0, 0, 0, NULL};
+        result first = {0};
         for (int t = 0; t < nthreads; t++) {
             result r;
             int rc = run_scene(names[k], threads[t], frames, &r);
