@@ -536,7 +536,12 @@ static int parse_value(const csm_node *n, const char *path, const csm_param_spec
 
 static void format_number(double v, char *buf, int size)
 {
-    /* shortest text that reads back to the same double */
+    /* whole numbers as integers (200, not 2e+02, which an integer key refuses) */
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(buf, (size_t)size, "%.0f", v);
+        return;
+    }
+    /* otherwise the shortest text that reads back to the same double */
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, (size_t)size, "%.*g", prec, v);
         if (strtod(buf, NULL) == v) return;
