@@ -6,20 +6,31 @@
 
 #include <errno.h>
 #include <hdf5.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The per-frame datasets, declared as a table (name, type, shape, units, description); one
-   generic writer walks it. `rows` says how many rows one frame appends. */
+   generic writer walks it. `rows` says how many rows one frame appends. The /checkpoint datasets
+   hold the rest of the state a run continues from (csm_log_resume); the rest data of the
+   clusters (/checkpoint/rest) changes only when clusters are added or removed, so it is written
+   as a new version only then, and each frame names the version it uses. */
 enum { T_F64, T_I32, T_I64 };
-enum { SHAPE_SCALAR, SHAPE_VEC3, SHAPE_MAT3, SHAPE_PARTICLES3 };
-enum { ROWS_ONE, ROWS_CLUSTERS, ROWS_CLUSTERS_PLUS_ONE, ROWS_MEMBERSHIPS };
+enum { SHAPE_SCALAR, SHAPE_VEC3, SHAPE_MAT3, SHAPE_PARTICLES3, SHAPE_COLS };
+enum {
+    ROWS_ONE, ROWS_CLUSTERS, ROWS_CLUSTERS_PLUS_ONE, ROWS_MEMBERSHIPS,
+    ROWS_VERSIONS_PLUS_ONE, ROWS_REST_CLUSTERS, ROWS_REST_MEMBERS /* per version of the rest data */
+};
+enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC }; /* written only with output.goals, solver.mode quadratic */
 
 typedef struct field_spec {
     const char *path;
     int type, shape, rows;
     const char *units, *description;
+    int cols; /* SHAPE_COLS: values per row */
+    int opt;  /* OPT_* */
 } field_spec;
 
 enum {
@@ -28,57 +39,100 @@ enum {
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED,
     F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
+    F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD,
+    F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
+    F_RV_QMEAN, F_RV_AQQ,
     F_NFIELDS
 };
 
 static const field_spec fields[F_NFIELDS] = {
-    [F_TIME] = {"/frames/time", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "simulated time of each logged frame"},
-    [F_POSITIONS] = {"/frames/positions", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "particle positions x_i"},
-    [F_VELOCITIES] = {"/frames/velocities", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m/s", "particle velocities v_i"},
-    [F_GOALS] = {"/frames/goals", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "goal positions g_i = sum_c w_ic g_ic"},
+    [F_TIME] = {"/frames/time", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "simulated time of each logged frame", 0, OPT_NONE},
+    [F_POSITIONS] = {"/frames/positions", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "particle positions x_i", 0, OPT_NONE},
+    [F_VELOCITIES] = {"/frames/velocities", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m/s", "particle velocities v_i", 0, OPT_NONE},
+    [F_GOALS] = {"/frames/goals", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "goal positions g_i = sum_c w_ic g_ic", 0, OPT_GOALS},
     [F_COUNT] = {"/clusters/count", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                "clusters per frame, those fading in or out included (/clusters/state)"},
+                "clusters per frame, those fading in or out included (/clusters/state)", 0, OPT_NONE},
     [F_FRAME_OFFSET] = {"/clusters/frame_offset", T_I64, SHAPE_SCALAR, ROWS_ONE, "1",
-                        "(T+1,): frame t's memberships are members/weights[frame_offset[t]:frame_offset[t+1]]"},
+                        "(T+1,): frame t's memberships are members/weights[frame_offset[t]:frame_offset[t+1]]", 0, OPT_NONE},
     [F_FRAME_CLUSTER] = {"/clusters/frame_cluster", T_I64, SHAPE_SCALAR, ROWS_ONE, "1",
                          "(T+1,): frame t's clusters are com/R/Fp rows [frame_cluster[t]:frame_cluster[t+1]]; "
-                         "its offsets are offsets[frame_cluster[t] + t : frame_cluster[t+1] + t + 1]"},
+                         "its offsets are offsets[frame_cluster[t] + t : frame_cluster[t+1] + t + 1]", 0, OPT_NONE},
     [F_OFFSETS] = {"/clusters/offsets", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS_PLUS_ONE, "1",
-                   "per frame, k+1 CSR offsets (from 0) of each cluster's members"},
-    [F_MEMBERS] = {"/clusters/members", T_I32, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, member particle of each membership"},
-    [F_WEIGHTS] = {"/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, w_ic of each membership"},
-    [F_COM] = {"/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c"},
-    [F_R] = {"/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c"},
-    [F_FP] = {"/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c"},
+                   "per frame, k+1 CSR offsets (from 0) of each cluster's members", 0, OPT_NONE},
+    [F_MEMBERS] = {"/clusters/members", T_I32, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, member particle of each membership", 0, OPT_NONE},
+    [F_WEIGHTS] = {"/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, w_ic of each membership", 0, OPT_NONE},
+    [F_COM] = {"/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c", 0, OPT_NONE},
+    [F_R] = {"/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c", 0, OPT_NONE},
+    [F_FP] = {"/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c", 0, OPT_NONE},
     [F_ALPHA] = {"/clusters/stress_alpha", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-                 "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)"},
+                 "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)", 0, OPT_NONE},
     [F_WIDTH] = {"/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m",
-                 "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)"},
+                 "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)", 0, OPT_NONE},
     [F_ID] = {"/clusters/id", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-              "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)"},
+              "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)", 0, OPT_NONE},
     [F_STATE] = {"/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-                 "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)"},
-    [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2"},
-    [F_POTENTIAL] = {"/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x"},
+                 "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE},
+    [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE},
+    [F_POTENTIAL] = {"/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE},
     [F_ELASTIC] = {"/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2",
-                   "shape-matching energy sum_c sum_i w_ic m_i |x_i - g_ic|^2"},
-    [F_MOMENTUM] = {"/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v"},
-    [F_ANGULAR] = {"/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin"},
-    [F_COM_ALL] = {"/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles"},
+                   "shape-matching energy sum_c sum_i w_ic m_i |x_i - g_ic|^2", 0, OPT_NONE},
+    [F_MOMENTUM] = {"/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE},
+    [F_ANGULAR] = {"/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE},
+    [F_COM_ALL] = {"/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE},
     [F_MAX_STRAIN] = {"/diagnostics/max_strain", T_F64, SHAPE_SCALAR, ROWS_ONE, "1",
-                      "max over memberships of beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4)"},
-    [F_VOLUME] = {"/diagnostics/volume_ratio", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "mean det F^p over clusters"},
+                      "max over memberships of beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4)", 0, OPT_NONE},
+    [F_VOLUME] = {"/diagnostics/volume_ratio", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "mean det F^p over clusters", 0, OPT_NONE},
     [F_MAX_COND_FP] = {"/diagnostics/max_cond_Fp", T_F64, SHAPE_SCALAR, ROWS_ONE, "1",
-                       "largest condition number sigma_max / sigma_min of F^p over clusters"},
+                       "largest condition number sigma_max / sigma_min of F^p over clusters", 0, OPT_NONE},
     [F_YIELDED] = {"/diagnostics/yielded", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                   "clusters whose F^p flowed since the previous logged frame (Falkenstein Eq 11-12)"},
+                   "clusters whose F^p flowed since the previous logged frame (Falkenstein Eq 11-12)", 0, OPT_NONE},
     [F_PLASTIC_SKIPPED] = {"/diagnostics/plastic_skipped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                           "plastic updates skipped since the previous logged frame on a collapsed or inverted F^e (cluster-steps)"},
-    [F_T_DYNAMICS] = {"/timings/dynamics", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "forces, integrator and colliders per frame"},
-    [F_T_PLASTICITY] = {"/timings/plasticity", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "plasticity per frame"},
-    [F_T_RECLUSTERING] = {"/timings/reclustering", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "reclustering per frame (embedding included)"},
-    [F_T_EMBEDDING] = {"/timings/embedding", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "embedding optimisation per frame"},
-    [F_T_TOTAL] = {"/timings/total", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "whole frame: every stage and the diagnostics"},
+                           "plastic updates skipped since the previous logged frame on a collapsed or inverted F^e (cluster-steps)", 0, OPT_NONE},
+    [F_T_DYNAMICS] = {"/timings/dynamics", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "forces, integrator and colliders per frame", 0, OPT_NONE},
+    [F_T_PLASTICITY] = {"/timings/plasticity", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "plasticity per frame", 0, OPT_NONE},
+    [F_T_RECLUSTERING] = {"/timings/reclustering", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "reclustering per frame (embedding included)", 0, OPT_NONE},
+    [F_T_EMBEDDING] = {"/timings/embedding", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "embedding optimisation per frame", 0, OPT_NONE},
+    [F_T_TOTAL] = {"/timings/total", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "whole frame: every stage and the diagnostics", 0, OPT_NONE},
+    [F_CK_FRAME] = {"/checkpoint/frame", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
+                    "frames computed when each logged frame was written (logged frames are every output.every-th)", 0,
+                    OPT_NONE},
+    [F_CK_STEP] = {"/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE},
+    [F_CK_NEXT_ID] = {"/checkpoint/next_id", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "id the next added cluster gets", 0,
+                      OPT_NONE},
+    [F_CK_VERSION] = {"/checkpoint/rest_version", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
+                      "version of /checkpoint/rest the frame's clusters use", 0, OPT_NONE},
+    [F_CK_Q] = {"/checkpoint/q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1",
+                "per frame, R_c as a unit quaternion (w, x, y, z): the warm start of the next polar decomposition", 4,
+                OPT_NONE},
+    [F_CK_FADE] = {"/checkpoint/fade", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
+                   "per frame, steps since a fading cluster was marked or added", 0, OPT_NONE},
+    [F_CK_F] = {"/checkpoint/F", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, F_c = A_xr A_rr^-1 of the last fit", 0,
+                OPT_NONE},
+    [F_CK_T] = {"/checkpoint/T", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1",
+                "per frame, goal transform of the last fit: g_ic = T_c p_ic + com_c", 0, OPT_NONE},
+    [F_CK_QUAD] = {"/checkpoint/Q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1",
+                   "per frame, 3x6 quadratic part of the goal transform (Mueller 2005 Sec 4.3)", 18, OPT_QUADRATIC},
+    [F_RV_CLUSTER_START] = {"/checkpoint/rest/cluster_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1",
+                            "(V+1,): version v's per-cluster rows are [cluster_start[v], cluster_start[v+1])", 0, OPT_NONE},
+    [F_RV_MEMBER_START] = {"/checkpoint/rest/member_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1",
+                           "(V+1,): version v's per-membership rows are [member_start[v], member_start[v+1])", 0,
+                           OPT_NONE},
+    [F_RV_WBASE] = {"/checkpoint/rest/wbase", T_F64, SHAPE_SCALAR, ROWS_REST_MEMBERS, "1",
+                    "per version, membership weight before fading (Falkenstein Sec 3.2.1)", 0, OPT_NONE},
+    [F_RV_WMASS] = {"/checkpoint/rest/wmass", T_F64, SHAPE_SCALAR, ROWS_REST_MEMBERS, "kg",
+                    "per version, w_ic m_i (Falkenstein Eq 7)", 0, OPT_NONE},
+    [F_RV_P] = {"/checkpoint/rest/p", T_F64, SHAPE_VEC3, ROWS_REST_MEMBERS, "m",
+                "per version, rest offset p_ic from the cluster's rest centre of mass", 0, OPT_NONE},
+    [F_RV_MASS] = {"/checkpoint/rest/mass", T_F64, SHAPE_SCALAR, ROWS_REST_CLUSTERS, "kg", "per version, sum_i w_ic m_i",
+                   0, OPT_NONE},
+    [F_RV_ARR] = {"/checkpoint/rest/A_rr_inv", T_F64, SHAPE_MAT3, ROWS_REST_CLUSTERS, "1/(kg m^2)",
+                  "per version, pseudo-inverse of A_rr = sum_i w_ic m_i p_ic p_ic^T", 0, OPT_NONE},
+    [F_RV_RANK] = {"/checkpoint/rest/rank", T_I32, SHAPE_SCALAR, ROWS_REST_CLUSTERS, "1", "per version, rank of A_rr", 0,
+                   OPT_NONE},
+    [F_RV_QMEAN] = {"/checkpoint/rest/qmean", T_F64, SHAPE_COLS, ROWS_REST_CLUSTERS, "m^2",
+                    "per version, weighted mean of the quadratic terms of p_ic", 6, OPT_QUADRATIC},
+    [F_RV_AQQ] = {"/checkpoint/rest/Aqq_inv", T_F64, SHAPE_COLS, ROWS_REST_CLUSTERS, "1",
+                  "per version, 9x9 pseudo-inverse of the quadratic moment matrix", 81, OPT_QUADRATIC},
 };
 
 struct csm_log {
@@ -90,10 +144,14 @@ struct csm_log {
     int64_t clusters_out;    /* rows of /clusters/com written */
     hid_t events;            /* /recluster/events */
     hid_t event_type;        /* its compound row type */
-    int goals;
+    int goals, quadratic;
     char *path;
     double *scratch;        /* [9 max(n, k, m)] */
     int32_t *iscratch;      /* [max(k + 1, m)] */
+    /* /checkpoint/rest: versions written, their rows, and a copy of the last version's bytes */
+    int64_t versions, rest_cluster_rows, rest_member_rows;
+    unsigned char *rest_copy;
+    size_t rest_bytes, rest_cap;
 };
 
 static hid_t h5type(int t)
@@ -178,8 +236,10 @@ static hid_t create_extendible(hid_t file, const field_spec *f, int32_t n)
         dims[1] = maxdims[1] = chunk[1] = (hsize_t)(n > 0 ? n : 1);
         dims[2] = maxdims[2] = chunk[2] = 3;
         break;
+    case SHAPE_COLS: rank = 2; dims[1] = maxdims[1] = chunk[1] = (hsize_t)f->cols; break;
     }
-    if (f->shape != SHAPE_PARTICLES3) chunk[0] = f->rows == ROWS_ONE ? 256 : 4096;
+    if (f->shape != SHAPE_PARTICLES3)
+        chunk[0] = f->rows == ROWS_ONE || f->rows == ROWS_VERSIONS_PLUS_ONE ? 256 : f->cols > 8 ? 256 : 4096;
     hid_t space = H5Screate_simple(rank, dims, maxdims);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, rank, chunk);
@@ -250,46 +310,134 @@ static void write_param_attrs(hid_t file, const char *section, const csm_plugin_
     }
 }
 
-int csm_log_string_attr(hid_t obj, const char *name, char *buf, size_t size)
+char *csm_log_string_attr_dup(hid_t obj, const char *name)
 {
-    buf[0] = '\0';
-    if (H5Aexists(obj, name) <= 0) return -1;
+    if (H5Aexists(obj, name) <= 0) return NULL;
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     hid_t t = H5Aget_type(a);
-    int rc = -1;
+    char *out = NULL;
     if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t)) {
         char *value = NULL;
         hid_t mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5T_CSET_UTF8);
         if (H5Aread(a, mt, &value) >= 0 && value) {
-            snprintf(buf, size, "%s", value);
+            out = strdup(value);
             H5free_memory(value);
-            rc = 0;
         }
         H5Tclose(mt);
     } else if (H5Tget_class(t) == H5T_STRING) {
         size_t len = H5Tget_size(t);
-        char *tmp = malloc(len + 1);
-        if (tmp && H5Aread(a, t, tmp) >= 0) {
-            tmp[len] = '\0';
-            snprintf(buf, size, "%s", tmp);
-            rc = 0;
+        out = malloc(len + 1);
+        if (out && H5Aread(a, t, out) >= 0) {
+            out[len] = '\0';
+        } else {
+            free(out);
+            out = NULL;
         }
-        free(tmp);
     }
     H5Tclose(t);
     H5Aclose(a);
-    return rc;
+    return out;
+}
+
+int csm_log_string_attr(hid_t obj, const char *name, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    char *value = csm_log_string_attr_dup(obj, name);
+    if (!value) return -1;
+    snprintf(buf, size, "%s", value);
+    free(value);
+    return 0;
+}
+
+/* A log is written in HDF5's single-writer/multiple-reader mode (SWMR): the superblock marks the
+   file as open for writing until the writer closes it, and ordinary readers refuse a file so
+   marked. After a kill the mark stays; `h5clear -s` removes it, and so does opening the file
+   with the file-access property "clear_status_flags" (what h5clear sets), which is done here
+   once the process that wrote the log is known to be gone. */
+enum { WRITER_GONE, WRITER_LIVE, WRITER_UNKNOWN };
+
+static int writer_state(hid_t f, char *host, size_t size)
+{
+    char me[256] = "";
+    hid_t a = H5Aexists(f, "writer_pid") > 0 ? H5Aopen(f, "writer_pid", H5P_DEFAULT) : -1;
+    int64_t pid = 0;
+    if (a >= 0) {
+        H5Aread(a, H5T_NATIVE_INT64, &pid);
+        H5Aclose(a);
+    }
+    if (csm_log_string_attr(f, "writer_host", host, size) || pid <= 0) return WRITER_UNKNOWN;
+    if (gethostname(me, sizeof me) != 0 || strcmp(host, me)) return WRITER_UNKNOWN;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return WRITER_GONE;
+    /* the pid is in use: by csm, or by an unrelated process that reused it */
+    char proc[64], comm[64] = "";
+    snprintf(proc, sizeof proc, "/proc/%lld/comm", (long long)pid);
+    FILE *fp = fopen(proc, "r");
+    if (!fp) return WRITER_LIVE;
+    int got = fgets(comm, sizeof comm, fp) != NULL;
+    fclose(fp);
+    return got && strncmp(comm, "csm", 3) ? WRITER_GONE : WRITER_LIVE;
+}
+
+/* Open for writing, clearing the open-for-writing mark a killed writer left. */
+static hid_t open_clearing(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hbool_t clear = 1;
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hid_t f = H5Pset(fapl, "clear_status_flags", &clear) < 0 ? -1 : H5Fopen(path, H5F_ACC_RDWR, fapl);
+    H5Pclose(fapl);
+    return f;
+}
+
+static int clear_write_mark(const char *path)
+{
+    hid_t f = open_clearing(path);
+    if (f < 0) return -1;
+    return H5Fclose(f) < 0 ? -1 : 0;
+}
+
+int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, int size)
+{
+    note[0] = '\0';
+    if (live) *live = 0;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0) return -1;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0) return f;
+    /* marked as open for writing: a live run, or one that was killed */
+    f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (f < 0) return -1;
+    char host[256] = "";
+    int writer = writer_state(f, host, sizeof host);
+    if (writer == WRITER_LIVE) {
+        if (live) *live = 1;
+        snprintf(note, (size_t)size, "a run is writing this log now (read as it stood at this moment)");
+        return f;
+    }
+    if (writer == WRITER_UNKNOWN && !recover) {
+        snprintf(note, (size_t)size, "the log is marked as being written on host %s; if that run has stopped, "
+                 "csm run --resume or h5clear -s opens it to every reader", host[0] ? host : "(unknown)");
+        return f;
+    }
+    H5Fclose(f);
+    if (clear_write_mark(path) == 0 && (f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) >= 0) {
+        snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it (killed?); its "
+                 "open-for-writing mark is cleared and it holds every frame flushed");
+        return f;
+    }
+    snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it, and the log is read-only "
+             "here, so it stays marked as open for writing (h5clear -s clears it)");
+    return H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
 }
 
 int csm_log_status(const char *path, char *status, int size, int64_t *frames)
 {
     status[0] = '\0';
     *frames = -1;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (H5Fis_hdf5(path) <= 0) return -1;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    char note[512];
+    hid_t f = csm_log_open_read(path, 0, NULL, note, sizeof note);
     if (f < 0) return -1;
     int rc = csm_log_string_attr(f, "status", status, (size_t)size);
     if (H5Lexists(f, "/frames/time", H5P_DEFAULT) > 0) {
@@ -326,7 +474,7 @@ typedef struct event_row {
     double linear_energy;
 } event_row;
 
-static int create_events(csm_log *log)
+static hid_t make_event_type(void)
 {
     hid_t kind = H5Tcopy(H5T_C_S1);
     H5Tset_size(kind, sizeof ((event_row *)0)->kind);
@@ -343,7 +491,12 @@ static int create_events(csm_log *log)
     H5Tinsert(t, "embedding_iterations", HOFFSET(event_row, embedding_iterations), H5T_NATIVE_INT32);
     H5Tinsert(t, "linear_energy", HOFFSET(event_row, linear_energy), H5T_NATIVE_DOUBLE);
     H5Tclose(kind);
-    log->event_type = t;
+    return t;
+}
+
+static int create_events(csm_log *log)
+{
+    hid_t t = log->event_type = make_event_type();
     hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {256};
     hid_t space = H5Screate_simple(1, dims, maxdims);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -394,6 +547,20 @@ static int write_events(csm_log *log, const csm_world *w)
     return rc < 0 ? -1 : 0;
 }
 
+static int field_used(const csm_log *log, int k)
+{
+    return fields[k].opt == OPT_NONE || (fields[k].opt == OPT_GOALS && log->goals) ||
+           (fields[k].opt == OPT_QUADRATIC && log->quadratic);
+}
+
+/* Who writes the log, so a reader can tell a live run from a killed one. */
+static int writer_attrs(hid_t f)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    return attr_string(f, "writer_host", host) | attr_int64(f, "writer_pid", (int64_t)getpid());
+}
+
 int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error *err)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by us, in one line */
@@ -401,7 +568,12 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     const csm_config *cfg = sim->cfg;
     csm_log *log = calloc(1, sizeof *log);
     if (!log) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* SWMR needs the latest file format (DESIGN.md: HDF5 SWMR) */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    errno = 0;
+    log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     if (log->file < 0) {
         free(log);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot create the log: %s", path,
@@ -409,6 +581,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     }
     log->n = w->P.n;
     log->goals = cfg->output_goals;
+    log->quadratic = w->C.Q != NULL;
     log->path = strdup(path);
     int32_t big = w->P.n > w->C.k + 1 ? w->P.n : w->C.k + 1;
     if (w->C.m > big) big = w->C.m;
@@ -441,6 +614,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= attr_string(f, "plasticity", cfg->plasticity.plugin->name);
     rc |= attr_string(f, "reclusterer", cfg->recluster.plugin->name);
     rc |= attr_string(f, "status", "running");
+    rc |= writer_attrs(f);
     rc |= attr_double(f, "dt", &cfg->dt, 1);
     rc |= attr_int64(f, "substeps", cfg->substeps);
     rc |= attr_int64(f, "particles", w->P.n);
@@ -466,7 +640,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= write_fixed(f, "/rest/id", H5T_NATIVE_INT32, 1, d1, log->iscratch, "1",
                       "particle index 0..n-1 (the sidecar's Polyvertex connectivity)");
     for (int k = 0; k < F_NFIELDS; k++) {
-        if (k == F_GOALS && !log->goals) {
+        if (!field_used(log, k)) {
             log->ds[k] = -1;
             continue;
         }
@@ -477,6 +651,10 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     int64_t zero = 0;
     if (!rc) rc |= append_rows(log->ds[F_FRAME_OFFSET], T_I64, 1, &zero);
     if (!rc) rc |= append_rows(log->ds[F_FRAME_CLUSTER], T_I64, 1, &zero);
+    if (!rc) rc |= append_rows(log->ds[F_RV_CLUSTER_START], T_I64, 1, &zero);
+    if (!rc) rc |= append_rows(log->ds[F_RV_MEMBER_START], T_I64, 1, &zero);
+    /* every object exists: from here on frames are only appended, readers may watch */
+    if (!rc && H5Fstart_swmr_write(f) < 0) rc = -1;
     if (rc || H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
         csm_log_close(log, "failed: could not write the log header", NULL);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
@@ -485,15 +663,78 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     return 0;
 }
 
+/* The rest data of the clusters, in /checkpoint/rest order, as byte ranges. */
+typedef struct rest_segment {
+    int field;
+    const void *data;
+    size_t bytes;
+    hsize_t rows;
+} rest_segment;
+
+static int rest_segments(const csm_log *log, const csm_clusters *C, rest_segment *s)
+{
+    hsize_t k = (hsize_t)C->k, m = (hsize_t)C->m;
+    int n = 0;
+    s[n++] = (rest_segment){F_RV_WBASE, C->wbase, sizeof(double) * m, m};
+    s[n++] = (rest_segment){F_RV_WMASS, C->wmass, sizeof(double) * m, m};
+    s[n++] = (rest_segment){F_RV_P, C->p, sizeof(double) * 3 * m, m};
+    s[n++] = (rest_segment){F_RV_MASS, C->mass, sizeof(double) * k, k};
+    s[n++] = (rest_segment){F_RV_ARR, C->A_rr_inv, sizeof(double) * 9 * k, k};
+    s[n++] = (rest_segment){F_RV_RANK, C->rank, sizeof(int32_t) * k, k};
+    if (log->quadratic) {
+        s[n++] = (rest_segment){F_RV_QMEAN, C->qmean, sizeof(double) * 6 * k, k};
+        s[n++] = (rest_segment){F_RV_AQQ, C->Aqq_inv, sizeof(double) * 81 * k, k};
+    }
+    return n;
+}
+
+/* Keep a copy of the rest data last written, so that a version is written only on change. */
+static int keep_rest_copy(csm_log *log, const rest_segment *seg, int ns)
+{
+    size_t total = 0;
+    for (int i = 0; i < ns; i++) total += seg[i].bytes;
+    if (total > log->rest_cap) {
+        unsigned char *grown = realloc(log->rest_copy, total);
+        if (!grown) return -1;
+        log->rest_copy = grown;
+        log->rest_cap = total;
+    }
+    size_t off = 0;
+    for (int i = 0; i < ns; off += seg[i].bytes, i++) memcpy(log->rest_copy + off, seg[i].data, seg[i].bytes);
+    log->rest_bytes = total;
+    return 0;
+}
+
+static int write_rest_version(csm_log *log, const csm_clusters *C)
+{
+    rest_segment seg[8];
+    int ns = rest_segments(log, C, seg);
+    size_t total = 0;
+    for (int i = 0; i < ns; i++) total += seg[i].bytes;
+    int same = log->versions > 0 && total == log->rest_bytes && seg[0].rows == (hsize_t)C->m;
+    size_t off = 0;
+    for (int i = 0; same && i < ns; off += seg[i].bytes, i++)
+        same = !memcmp(log->rest_copy + off, seg[i].data, seg[i].bytes);
+    if (same) return 0;
+    int rc = 0;
+    for (int i = 0; i < ns; i++) rc |= append_rows(log->ds[seg[i].field], fields[seg[i].field].type, seg[i].rows, seg[i].data);
+    log->rest_cluster_rows += C->k;
+    log->rest_member_rows += C->m;
+    rc |= append_rows(log->ds[F_RV_CLUSTER_START], T_I64, 1, &log->rest_cluster_rows);
+    rc |= append_rows(log->ds[F_RV_MEMBER_START], T_I64, 1, &log->rest_member_rows);
+    log->versions++;
+    return rc | keep_rest_copy(log, seg, ns);
+}
+
 int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
 {
+    errno = 0;
     csm_world *w = &sim->w;
     const csm_clusters *C = &w->C;
     const csm_timings *t = &sim->last;
     int rc = 0;
     double scalar;
 #define APPEND1(field, value) (scalar = (value), append_rows(log->ds[field], T_F64, 1, &scalar))
-    rc |= APPEND1(F_TIME, w->time);
     rc |= append_rows(log->ds[F_POSITIONS], T_F64, 1, w->P.x);
     rc |= append_rows(log->ds[F_VELOCITIES], T_F64, 1, w->P.v);
     if (log->goals) {
@@ -533,10 +774,27 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= APPEND1(F_T_RECLUSTERING, t->reclustering);
     rc |= APPEND1(F_T_EMBEDDING, t->embedding);
     rc |= APPEND1(F_T_TOTAL, t->total);
+    /* the state a resumed run continues from */
+    rc |= write_rest_version(log, C);
+    int32_t version = (int32_t)log->versions - 1, frame = sim->frame;
+    int64_t step = w->step;
+    rc |= append_rows(log->ds[F_CK_FRAME], T_I32, 1, &frame);
+    rc |= append_rows(log->ds[F_CK_STEP], T_I64, 1, &step);
+    rc |= append_rows(log->ds[F_CK_NEXT_ID], T_I32, 1, &C->next_id);
+    rc |= append_rows(log->ds[F_CK_VERSION], T_I32, 1, &version);
+    rc |= append_rows(log->ds[F_CK_Q], T_F64, (hsize_t)k, C->q);
+    rc |= append_rows(log->ds[F_CK_FADE], T_I32, (hsize_t)k, C->fade);
+    rc |= append_rows(log->ds[F_CK_F], T_F64, (hsize_t)k, C->F);
+    rc |= append_rows(log->ds[F_CK_T], T_F64, (hsize_t)k, C->T);
+    if (log->quadratic) rc |= append_rows(log->ds[F_CK_QUAD], T_F64, (hsize_t)k, C->Q);
+    /* Flushed every frame, /frames/time last and on its own: a killed run keeps every frame
+       whose time was written, and the other datasets hold at least those frames. */
+    if (!rc && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0) rc |= APPEND1(F_TIME, w->time);
 #undef APPEND1
-    /* Flushed every frame: a killed run keeps every frame written. */
     if (rc || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0)
-        return csm_fail(err, CSM_EXIT_FAILURE, "%s: write error at frame %d (disk full?)", log->path, sim->frame);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: write error at frame %d%s; the log keeps the %lld frames before it",
+                        log->path, sim->frame, errno == EFBIG ? " (file size limit)" : errno == ENOSPC ? " (disk full)" : "",
+                        (long long)log->frames);
     log->frames++;
     return 0;
 }
@@ -544,19 +802,36 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
 int csm_log_close(csm_log *log, const char *status, csm_error *err)
 {
     if (!log) return 0;
-    int rc = attr_string(log->file, "status", status);
-    rc |= attr_int64(log->file, "frames", log->frames);
+    int rc = 0;
     for (int k = 0; k < F_NFIELDS; k++)
         if (log->ds[k] > 0) H5Dclose(log->ds[k]);
     if (log->events > 0) H5Dclose(log->events);
     if (log->event_type > 0) H5Tclose(log->event_type);
-    if (H5Fclose(log->file) < 0) rc = -1;
+    if (log->file >= 0 && H5Fclose(log->file) < 0) rc = -1;
+    if (!status) {
+        /* given up while opening: the file keeps what it had */
+        free(log->path);
+        free(log->scratch);
+        free(log->iscratch);
+        free(log->rest_copy);
+        free(log);
+        return 0;
+    }
+    /* a file in SWMR mode takes no new attribute values: the status goes in once it is closed */
+    hid_t f = open_clearing(log->path);
+    if (f < 0) rc = -1;
+    else {
+        rc |= attr_string(f, "status", status);
+        rc |= attr_int64(f, "frames", log->frames);
+        if (H5Fclose(f) < 0) rc = -1;
+    }
     char xmf[4096];
     if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);
     else csm_fail(err, CSM_EXIT_FAILURE, "%s: could not close the log cleanly", log->path);
     free(log->path);
     free(log->scratch);
     free(log->iscratch);
+    free(log->rest_copy);
     free(log);
     return rc ? -1 : 0;
 }
@@ -567,7 +842,8 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
 int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
 {
     csm_log_xdmf_path(h5path, buf, size);
-    hid_t file = H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    char note[512];
+    hid_t file = csm_log_open_read(h5path, 0, NULL, note, sizeof note);
     if (file < 0) return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot open the log", h5path);
     hid_t pos = H5Dopen2(file, "/frames/positions", H5P_DEFAULT);
     hid_t tds = H5Dopen2(file, "/frames/time", H5P_DEFAULT);
@@ -633,6 +909,288 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     if (fclose(f) != 0 || bad || rename(tmp, buf) != 0) {
         remove(tmp);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the sidecar", buf);
+    }
+    return 0;
+}
+
+/* ---- Resume: the state of the last complete frame back into a simulation ---- */
+
+/* Rows each dataset holds once the log has T frames, with the offsets of frame T. */
+typedef struct log_extent {
+    hsize_t T, clusters, memberships, versions, rest_clusters, rest_members;
+} log_extent;
+
+static hsize_t field_rows(int k, const log_extent *e)
+{
+    if (k == F_FRAME_OFFSET || k == F_FRAME_CLUSTER) return e->T + 1;
+    switch (fields[k].rows) {
+    case ROWS_CLUSTERS: return e->clusters;
+    case ROWS_CLUSTERS_PLUS_ONE: return e->clusters + e->T;
+    case ROWS_MEMBERSHIPS: return e->memberships;
+    case ROWS_VERSIONS_PLUS_ONE: return e->versions + 1;
+    case ROWS_REST_CLUSTERS: return e->rest_clusters;
+    case ROWS_REST_MEMBERS: return e->rest_members;
+    default: return e->T;
+    }
+}
+
+static hsize_t dataset_rows(hid_t ds)
+{
+    hid_t space = H5Dget_space(ds);
+    hsize_t dims[4] = {0, 0, 0, 0};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    return dims[0];
+}
+
+/* Rows [start, start + count) of an extendible dataset. */
+static int read_rows(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf)
+{
+    if (count == 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[4], offset[4] = {start, 0, 0, 0};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    herr_t rc = -1;
+    if (start + count <= dims[0]) {
+        dims[0] = count;
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, offset, NULL, dims, NULL);
+        hid_t mem = H5Screate_simple(rank, dims, NULL);
+        rc = H5Dread(ds, type, mem, space, H5P_DEFAULT, buf);
+        H5Sclose(mem);
+    }
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+static int set_rows(hid_t ds, hsize_t rows)
+{
+    hid_t space = H5Dget_space(ds);
+    hsize_t dims[4];
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    dims[0] = rows;
+    return H5Dset_extent(ds, dims) < 0 ? -1 : 0;
+}
+
+/* A whole fixed dataset equals `data` byte for byte. */
+static int same_fixed(hid_t file, const char *path, hid_t type, const void *data, size_t bytes)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    hssize_t count = H5Sget_simple_extent_npoints(space);
+    H5Sclose(space);
+    void *buf = malloc(bytes ? bytes : 1);
+    int same = buf && (size_t)count * H5Tget_size(type) == bytes &&
+               H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0 && !memcmp(buf, data, bytes);
+    free(buf);
+    H5Dclose(ds);
+    return same;
+}
+
+/* Events written up to and including frame `frame`. */
+static hsize_t events_up_to(hid_t events, int32_t frame)
+{
+    hsize_t rows = dataset_rows(events);
+    if (rows == 0) return 0;
+    int32_t *f = malloc(sizeof *f * rows);
+    if (!f) return rows;
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(int32_t));
+    H5Tinsert(t, "frame", 0, H5T_NATIVE_INT32);
+    hsize_t keep = 0;
+    if (H5Dread(events, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, f) >= 0)
+        while (keep < rows && f[keep] <= frame) keep++;
+    H5Tclose(t);
+    free(f);
+    return keep;
+}
+
+/* Read frame t of the log (with rest version v) into the world. */
+static int restore_frame(csm_log *log, csm_sim *sim, hsize_t t, const int64_t fo[2], const int64_t fc[2],
+                         const int64_t ms[2], const int64_t cs[2], csm_error *err)
+{
+    csm_world *w = &sim->w;
+    csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    int32_t k = 0;
+    hsize_t c0 = (hsize_t)fc[0], m0 = (hsize_t)fo[0];
+    int64_t m = fo[1] - fo[0];
+    read_rows(log->ds[F_COUNT], H5T_NATIVE_INT32, t, 1, &k);
+    if (k < 0 || m < 0 || m > INT32_MAX || fc[1] - fc[0] != k || cs[1] - cs[0] != k || ms[1] - ms[0] != m)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: frame %llu's cluster rows do not agree with each other",
+                        log->path, (unsigned long long)t);
+    if (csm_clusters_reserve(C, k, (int32_t)m, P->n)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    C->k = k;
+    C->m = (int32_t)m;
+    hsize_t hk = (hsize_t)k, hm = (hsize_t)m, rc0 = (hsize_t)cs[0], rm0 = (hsize_t)ms[0];
+    int32_t frame = 0, version = 0;
+    int rc = 0;
+    rc |= read_rows(log->ds[F_POSITIONS], H5T_NATIVE_DOUBLE, t, 1, P->x);
+    rc |= read_rows(log->ds[F_VELOCITIES], H5T_NATIVE_DOUBLE, t, 1, P->v);
+    rc |= read_rows(log->ds[F_TIME], H5T_NATIVE_DOUBLE, t, 1, &w->time);
+    rc |= read_rows(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, t, 1, &frame);
+    rc |= read_rows(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
+    rc |= read_rows(log->ds[F_CK_NEXT_ID], H5T_NATIVE_INT32, t, 1, &C->next_id);
+    rc |= read_rows(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version);
+    rc |= read_rows(log->ds[F_OFFSETS], H5T_NATIVE_INT32, c0 + t, hk + 1, C->offset);
+    rc |= read_rows(log->ds[F_MEMBERS], H5T_NATIVE_INT32, m0, hm, C->member);
+    rc |= read_rows(log->ds[F_WEIGHTS], H5T_NATIVE_DOUBLE, m0, hm, C->weight);
+    struct {
+        int field;
+        void *to;
+        hsize_t start, rows;
+    } parts[] = {
+        {F_COM, C->com, c0, hk}, {F_R, C->R, c0, hk}, {F_FP, C->Fp, c0, hk}, {F_ALPHA, C->stress_alpha, c0, hk},
+        {F_WIDTH, C->width, c0, hk}, {F_ID, C->id, c0, hk}, {F_STATE, C->state, c0, hk}, {F_CK_Q, C->q, c0, hk},
+        {F_CK_FADE, C->fade, c0, hk}, {F_CK_F, C->F, c0, hk}, {F_CK_T, C->T, c0, hk}, {F_CK_QUAD, C->Q, c0, hk},
+        {F_RV_WBASE, C->wbase, rm0, hm}, {F_RV_WMASS, C->wmass, rm0, hm}, {F_RV_P, C->p, rm0, hm},
+        {F_RV_MASS, C->mass, rc0, hk}, {F_RV_ARR, C->A_rr_inv, rc0, hk}, {F_RV_RANK, C->rank, rc0, hk},
+        {F_RV_QMEAN, C->qmean, rc0, hk}, {F_RV_AQQ, C->Aqq_inv, rc0, hk},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (log->ds[parts[i].field] >= 0)
+            rc |= read_rows(log->ds[parts[i].field], h5type(fields[parts[i].field].type), parts[i].start, parts[i].rows,
+                            parts[i].to);
+    if (rc) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read frame %llu's state", log->path, (unsigned long long)t);
+    int bad = C->offset[0] != 0 || C->offset[k] != C->m;
+    for (int32_t c = 0; c < k && !bad; c++) bad = C->offset[c + 1] < C->offset[c];
+    for (int32_t j = 0; j < C->m && !bad; j++) bad = C->member[j] < 0 || C->member[j] >= P->n;
+    if (bad) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: frame %llu's clusters are corrupt", log->path, (unsigned long long)t);
+    if (csm_clusters_relink(C)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    /* what a logged frame starts again (csm_sim_logged) */
+    memset(C->flowed, 0, sizeof *C->flowed * (size_t)k);
+    w->nevents = 0;
+    w->yielded = w->plastic_skipped = 0;
+    sim->frame = w->frame = frame;
+    return 0;
+}
+
+int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    const csm_world *w = &sim->w;
+    char note[512];
+    int live = 0;
+    hid_t probe = csm_log_open_read(path, 1, &live, note, sizeof note);
+    if (probe < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
+    H5Fclose(probe);
+    if (live) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed while it runs", path, note);
+    csm_log *log = calloc(1, sizeof *log);
+    if (!log) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    for (int k = 0; k < F_NFIELDS; k++) log->ds[k] = -1;
+    log->events = log->event_type = -1;
+    log->n = w->P.n;
+    log->goals = sim->cfg->output_goals;
+    log->quadratic = w->C.Q != NULL;
+    log->path = strdup(path);
+    log->file = open_clearing(path);
+    if (!log->path || log->file < 0) {
+        csm_log_close(log, NULL, NULL);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
+    }
+    int rc = 0;
+    for (int k = 0; k < F_NFIELDS && !rc; k++) {
+        if (!field_used(log, k)) continue;
+        log->ds[k] = H5Dopen2(log->file, fields[k].path, H5P_DEFAULT);
+        if (log->ds[k] < 0)
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no %s: written by an older csm, without checkpoints, or "
+                          "with other output settings", path, fields[k].path);
+    }
+    if (!rc) {
+        log->event_type = make_event_type();
+        log->events = H5Dopen2(log->file, "/recluster/events", H5P_DEFAULT);
+        if (log->events < 0) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no /recluster/events", path);
+    }
+    /* the same set-up: the config in the log must build the same particles */
+    if (!rc && (!same_fixed(log->file, "/rest/positions", H5T_NATIVE_DOUBLE, w->P.rest, sizeof(double) * 3 * (size_t)w->P.n) ||
+                !same_fixed(log->file, "/rest/mass", H5T_NATIVE_DOUBLE, w->P.mass, sizeof(double) * (size_t)w->P.n)))
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
+                      "version, or a changed mesh file?); it cannot be resumed", path);
+    log_extent e = {0, 0, 0, 0, 0, 0};
+    int64_t fo[2] = {0, 0}, fc[2] = {0, 0}, ms[2] = {0, 0}, cs[2] = {0, 0};
+    int32_t version = -1;
+    if (!rc) {
+        e.T = dataset_rows(log->ds[F_TIME]);
+        if (e.T == 0) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: holds no complete frame to continue from", path);
+    }
+    hsize_t t = e.T - 1;
+    if (!rc && (read_rows(log->ds[F_FRAME_OFFSET], H5T_NATIVE_INT64, t, 2, fo) ||
+                read_rows(log->ds[F_FRAME_CLUSTER], H5T_NATIVE_INT64, t, 2, fc) ||
+                read_rows(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version) || version < 0 ||
+                read_rows(log->ds[F_RV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, ms) ||
+                read_rows(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, cs)))
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the offsets of frame %llu are missing", path, (unsigned long long)t);
+    if (!rc) {
+        e.clusters = (hsize_t)fc[1];
+        e.memberships = (hsize_t)fo[1];
+        e.versions = (hsize_t)version + 1;
+        e.rest_clusters = (hsize_t)cs[1];
+        e.rest_members = (hsize_t)ms[1];
+        for (int k = 0; k < F_NFIELDS && !rc; k++)
+            if (log->ds[k] >= 0 && dataset_rows(log->ds[k]) < field_rows(k, &e))
+                rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, fields[k].path,
+                              (unsigned long long)dataset_rows(log->ds[k]), (unsigned long long)field_rows(k, &e));
+    }
+    if (!rc) rc = restore_frame(log, sim, t, fo, fc, ms, cs, err);
+    if (!rc) {
+        /* drop what was written after the last complete frame */
+        for (int k = 0; k < F_NFIELDS; k++)
+            if (log->ds[k] >= 0 && set_rows(log->ds[k], field_rows(k, &e))) rc = -1;
+        if (set_rows(log->events, events_up_to(log->events, sim->frame))) rc = -1;
+        log->frames = (int64_t)e.T;
+        log->memberships_out = fo[1];
+        log->clusters_out = fc[1];
+        log->versions = (int64_t)e.versions;
+        log->rest_cluster_rows = cs[1];
+        log->rest_member_rows = ms[1];
+        rest_segment seg[8];
+        rc |= keep_rest_copy(log, seg, rest_segments(log, &w->C, seg));
+        int64_t resumes = 0;
+        hid_t a = H5Aexists(log->file, "resumes") > 0 ? H5Aopen(log->file, "resumes", H5P_DEFAULT) : -1;
+        if (a >= 0) {
+            H5Aread(a, H5T_NATIVE_INT64, &resumes);
+            H5Aclose(a);
+        }
+        rc |= attr_string(log->file, "status", "running");
+        rc |= attr_int64(log->file, "resumes", resumes + 1);
+        rc |= attr_int64(log->file, "resumed_from_frame", (int64_t)t);
+        rc |= attr_int64(log->file, "threads", csm_get_threads());
+        rc |= writer_attrs(log->file);
+        if (rc) csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
+    }
+    if (!rc) {
+        int32_t big = w->P.n > w->C.k + 1 ? w->P.n : w->C.k + 1;
+        if (w->C.m > big) big = w->C.m;
+        log->scratch = malloc(sizeof(double) * 9 * (size_t)big);
+        log->iscratch = malloc(sizeof(int32_t) * ((size_t)big + 1));
+        if (!log->scratch || !log->iscratch) abort();
+        if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0 || H5Fstart_swmr_write(log->file) < 0)
+            rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
+    }
+    if (rc) {
+        csm_log_close(log, NULL, NULL);
+        return -1;
+    }
+    *out = log;
+    return 0;
+}
+
+int csm_log_read_config(const char *path, char **config, char **name, csm_error *err)
+{
+    char note[512];
+    *config = *name = NULL;
+    hid_t f = csm_log_open_read(path, 0, NULL, note, sizeof note);
+    if (f < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not an HDF5 file (or unreadable)", path);
+    *config = csm_log_string_attr_dup(f, "config");
+    *name = csm_log_string_attr_dup(f, "config_file");
+    H5Fclose(f);
+    if (!*name) *name = strdup(path);
+    if (!*config || !*name) {
+        free(*config);
+        free(*name);
+        *config = *name = NULL;
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a csm log (no config attribute)", path);
     }
     return 0;
 }

@@ -17,7 +17,8 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
 /* Append the current state as one frame (the goals, when logged, are gathered through the
    clusters' goal scratch). */
 int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err);
-/* Set the status ("ok", "failed: ...", "interrupted"), write the sidecar, close. */
+/* Set the status ("ok", "failed: ...", "interrupted"), write the sidecar, close. With status
+   NULL the file is closed as it stands. */
 int csm_log_close(csm_log *log, const char *status, csm_error *err);
 
 /* Write the XDMF sidecar of an existing log (next to it, extension .xmf); returns its path in
@@ -26,6 +27,26 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err);
 
 /* A string attribute (fixed or variable length) of an HDF5 object into buf; -1 when absent. */
 int csm_log_string_attr(int64_t obj, const char *name, char *buf, size_t size);
+/* The same, whole, in memory the caller frees; NULL when absent. */
+char *csm_log_string_attr_dup(int64_t obj, const char *name);
+
+/* Open a log read-only, the log of a killed run too. A log being written is open in HDF5's SWMR
+   mode and marked so until it is closed; a mark left by a run that is gone (same host, its
+   process ended) is cleared, so every HDF5 reader opens the file again. With `recover` the mark
+   is also cleared when the writer cannot be checked (another host). *live (when not NULL) says
+   a run is writing the log now; note says what was found, or is empty. Returns the HDF5 file
+   id, or -1 when the file is not HDF5 or unreadable. */
+int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, int size);
+
+/* The resolved config a log was written with and the name of its config file (both malloc'd). */
+int csm_log_read_config(const char *path, char **config, char **name, csm_error *err);
+
+/* Continue a log: `sim` is built from the log's own config; the state of its last complete
+   frame (positions, velocities, clusters with their rest data, F^p, stress, fade counters, the
+   rotations that warm-start the next fit, step and frame counters) replaces the fresh state,
+   whatever was written after that frame is dropped, and frames are appended from there. The
+   run then continues bit for bit as the uninterrupted run would. */
+int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err);
 
 /* The `status` attribute of a finished or running log and its number of frames (-1 when the
    file is not a readable log). Returns 0 when the status was read. */

@@ -109,19 +109,25 @@ int csm_cmd_info(int argc, char **argv)
         fprintf(stderr, "csm: %s: not an HDF5 file (or unreadable)\n", path);
         return 2;
     }
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    char note[512];
+    int live = 0;
+    hid_t f = csm_log_open_read(path, 0, &live, note, sizeof note);
     if (f < 0) {
         fprintf(stderr, "csm: %s: cannot open the log\n", path);
         return 1;
     }
     char s[4096];
     printf("%s\n", path);
+    if (note[0]) printf("  note: %s\n", note);
     const char *attrs[] = {"name", "status", "csm_version", "git_commit", "integrator", "rotation", "svd",
                            "clustering", "plasticity", "reclusterer", "config_file"};
     for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
         if (csm_log_string_attr(f, attrs[k], s, sizeof s) == 0) printf("  %-14s %s\n", attrs[k], s);
     printf("  %-14s %lld\n", "seed", (long long)read_int_attr(f, "seed"));
     printf("  %-14s %lld\n", "threads", (long long)read_int_attr(f, "threads"));
+    if (H5Aexists(f, "resumes") > 0)
+        printf("  %-14s %lld time(s), the last from frame %lld\n", "resumed", (long long)read_int_attr(f, "resumes"),
+               (long long)read_int_attr(f, "resumed_from_frame"));
     int64_t n = read_int_attr(f, "particles");
     double *time = NULL, *total = NULL;
     int32_t *count = NULL, *members = NULL, *offsets = NULL;
@@ -193,13 +199,13 @@ int csm_cmd_info(int argc, char **argv)
     free(members);
     free(offsets);
     H5Fclose(f);
-    /* A killed run never wrote its sidecar: write it now. */
+    /* A killed run never wrote its sidecar: write it now (a live run writes its own at the end). */
     char xmf[4096];
     csm_log_xdmf_path(path, xmf, sizeof xmf);
-    FILE *probe = fopen(xmf, "r");
+    FILE *probe = live ? NULL : fopen(xmf, "r");
     if (probe) {
         fclose(probe);
-    } else {
+    } else if (!live) {
         csm_error err;
         if (csm_log_write_xdmf(path, xmf, sizeof xmf, &err) == 0) printf("sidecar written: %s\n", xmf);
     }

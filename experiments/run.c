@@ -22,6 +22,7 @@ typedef struct run_args {
     long frames; /* -1: from the config */
     int threads;
     int force;
+    const char *resume; /* --resume LOG.h5 */
     char frames_set[64];
 } run_args;
 
@@ -60,6 +61,9 @@ static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
             k++;
         } else if (allow_run_options && !strcmp(s, "--force")) {
             a->force = 1;
+        } else if (allow_run_options && !strcmp(s, "--resume") && next) {
+            a->resume = next;
+            k++;
         } else if (s[0] == '-' && s[1]) {
             fprintf(stderr, "csm: unknown or incomplete option '%s'\n", s);
             return -1;
@@ -70,7 +74,11 @@ static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
             return -1;
         }
     }
-    if (!a->config) {
+    if (a->resume && (a->config || a->nsets || a->out || a->force)) {
+        fprintf(stderr, "csm: --resume continues a log with its own config: it takes only --frames and --threads\n");
+        return -1;
+    }
+    if (!a->config && !a->resume) {
         fprintf(stderr, "csm: missing CONFIG\n");
         return -1;
     }
@@ -121,12 +129,33 @@ static int make_parent(const char *path, csm_error *err)
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
-static void progress(const csm_sim *sim, int32_t frames, double started, double ms_frame)
+static void progress(const csm_sim *sim, int32_t frames, int32_t first, double started, double ms_frame)
 {
     double elapsed = csm_now() - started;
-    double eta = sim->frame > 0 ? elapsed / sim->frame * (frames - sim->frame) : 0;
+    double eta = sim->frame > first ? elapsed / (sim->frame - first) * (frames - sim->frame) : 0;
     fprintf(stderr, "\rframe %d/%d  t = %.3f s  %.3f ms/frame  ETA %d:%02d   ", sim->frame, frames,
             sim->w.time, ms_frame, (int)eta / 60, (int)eta % 60);
+}
+
+/* The config of a run: from its file, or for --resume from the log it continues. */
+static int load_run_config(run_args *a, csm_config *cfg, csm_error *err)
+{
+    char *outset = NULL;
+    if (a->out) a->sets[a->nsets++] = outset = out_override(a->out);
+    int rc;
+    if (a->resume) {
+        char *text, *name;
+        if (csm_log_read_config(a->resume, &text, &name, err)) return -1;
+        /* the log stays where it is now, whatever path its config named */
+        a->sets[a->nsets++] = outset = out_override(a->resume);
+        rc = csm_config_load_text(name, text, a->sets, a->nsets, cfg, err);
+        free(text);
+        free(name);
+    } else {
+        rc = csm_config_load(a->config, a->sets, a->nsets, cfg, err);
+    }
+    free(outset);
+    return rc;
 }
 
 int csm_cmd_run(int argc, char **argv)
@@ -134,32 +163,30 @@ int csm_cmd_run(int argc, char **argv)
     run_args a;
     if (parse_args(argc, argv, &a, 1)) {
         free(a.sets);
-        fprintf(stderr, "usage: csm run CONFIG [-o OUT.h5] [--set key=value]... [--frames N] [--threads N] [--force]\n");
+        fprintf(stderr, "usage: csm run CONFIG [-o OUT.h5] [--set key=value]... [--frames N] [--threads N] [--force]\n"
+                        "       csm run --resume LOG.h5 [--frames N] [--threads N]\n");
         return 2;
     }
-    char *outset = NULL;
-    if (a.out) a.sets[a.nsets++] = outset = out_override(a.out);
     csm_error err = {{0}, 0};
     csm_config cfg;
-    int rc = csm_config_load(a.config, a.sets, a.nsets, &cfg, &err);
+    int rc = load_run_config(&a, &cfg, &err);
     free(a.sets);
-    free(outset);
     if (rc) {
         fprintf(stderr, "csm: %s\n", err.msg);
         return err.code ? err.code : 2;
     }
-    if (cfg.nsweep > 0)
+    if (cfg.nsweep > 0 && !a.resume)
         fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
                 a.config);
     csm_set_threads(a.threads);
     const char *path = cfg.output_path;
     struct stat st;
-    if (stat(path, &st) == 0 && !a.force) {
-        fprintf(stderr, "csm: %s already exists (use --force to overwrite it)\n", path);
+    if (!a.resume && stat(path, &st) == 0 && !a.force) {
+        fprintf(stderr, "csm: %s already exists (use --force to overwrite it, or --resume to continue it)\n", path);
         csm_config_free(&cfg);
         return 2;
     }
-    if (make_parent(path, &err)) {
+    if (!a.resume && make_parent(path, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
         csm_config_free(&cfg);
         return 2;
@@ -170,39 +197,47 @@ int csm_cmd_run(int argc, char **argv)
         csm_config_free(&cfg);
         return err.code ? err.code : 1;
     }
-    if (sim.w.degenerate_clusters > 0)
+    if (sim.w.degenerate_clusters > 0 && !a.resume)
         fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
                         "inverted with a pseudo-inverse\n", sim.w.degenerate_clusters, sim.w.C.k);
     csm_log *log;
-    if (csm_log_open(path, &sim, &log, &err)) {
+    if (a.resume ? csm_log_resume(path, &sim, &log, &err) : csm_log_open(path, &sim, &log, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
         csm_sim_destroy(&sim);
         csm_config_free(&cfg);
-        return 1;
+        return err.code ? err.code : 1;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* past a file size limit a write fails with EFBIG and the run stops with a message, instead of
+       the process dying on SIGXFSZ */
+    signal(SIGXFSZ, SIG_IGN);
 
     int tty = isatty(STDERR_FILENO);
     double started = csm_now(), last_print = 0, total_time = 0;
-    csm_diag d;
-    csm_diagnostics(&sim, &d);
+    int32_t first_frame = sim.frame;
     int status = 0;
     char status_text[1200] = "ok";
-    if (csm_log_frame(log, &sim, &d, &err)) {
-        status = 1;
-        snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
+    if (a.resume) {
+        fprintf(stderr, "csm: resuming %s at frame %d of %d (t = %g s)\n", path, sim.frame, cfg.frames, sim.w.time);
+    } else {
+        csm_diag d;
+        csm_diagnostics(&sim, &d);
+        if (csm_log_frame(log, &sim, &d, &err)) {
+            status = 1;
+            snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
+        }
+        csm_sim_logged(&sim);
     }
-    csm_sim_logged(&sim);
     while (!status && sim.frame < cfg.frames) {
         if (stop_requested) {
             status = 130;
             snprintf(status_text, sizeof status_text, "interrupted");
-            snprintf(err.msg, sizeof err.msg, "interrupted by signal %d at frame %d; the log keeps every frame written",
-                     (int)stop_requested, sim.frame);
+            snprintf(err.msg, sizeof err.msg, "interrupted by signal %d at frame %d; the log keeps every frame written "
+                     "(csm run --resume %s continues it)", (int)stop_requested, sim.frame, path);
             break;
         }
         if (csm_sim_frame(&sim, &err)) {
@@ -211,6 +246,7 @@ int csm_cmd_run(int argc, char **argv)
             break;
         }
         if (sim.frame % cfg.output_every == 0 || sim.frame == cfg.frames) {
+            csm_diag d;
             csm_diagnostics(&sim, &d);
             if (csm_log_frame(log, &sim, &d, &err)) {
                 status = 1;
@@ -221,7 +257,7 @@ int csm_cmd_run(int argc, char **argv)
         }
         total_time += sim.last.total;
         if (tty && (csm_now() - last_print > 0.2 || sim.frame == cfg.frames)) {
-            progress(&sim, cfg.frames, started, 1e3 * total_time / sim.frame);
+            progress(&sim, cfg.frames, first_frame, started, 1e3 * total_time / (sim.frame - first_frame));
             last_print = csm_now();
         }
     }
@@ -233,12 +269,13 @@ int csm_cmd_run(int argc, char **argv)
     }
     char xmf[4096];
     csm_log_xdmf_path(path, xmf, sizeof xmf);
+    int32_t ran = sim.frame - first_frame;
     if (status) {
         fprintf(stderr, "csm: %s\n", err.msg);
         fprintf(stderr, "csm: log (status '%.60s'): %s\n", status_text, path);
     } else {
         printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame\n", cfg.name, sim.w.P.n, sim.w.C.k,
-               sim.frame, sim.frame ? 1e3 * total_time / sim.frame : 0.0);
+               ran, ran ? 1e3 * total_time / ran : 0.0);
         printf("log:     %s\nsidecar: %s\n", path, xmf);
     }
     csm_sim_destroy(&sim);
