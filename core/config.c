@@ -18,6 +18,9 @@ static const csm_param_spec time_params[] = {
     {"dt", CSM_REAL, 1.0 / 60.0, 1e-9, 10.0, "frame length in seconds", NULL, {0}, NULL, 0},
     {"frames", CSM_INT, 240, 0, 1e9, "frames to simulate after frame 0", NULL, {0}, NULL, 0},
     {"substeps", CSM_INT, 1, 1, 1e5, "steps per frame (step h = dt / substeps)", NULL, {0}, NULL, 0},
+    {"max_speed", CSM_REAL, 0, 0, 1e300,
+     "stop the run as failed when a particle moves faster than this, in m/s (0: no bound; a NaN or infinite "
+     "state always stops it)", NULL, {0}, NULL, 0},
     CSM_PARAM_END,
 };
 
@@ -1272,12 +1275,13 @@ static int load(const char *path, const char *text, const char *const *overrides
     free(top[0].str);
     cfg->seed = (uint64_t)top[1].num;
 
-    csm_value tv[3] = {{0}};
+    csm_value tv[4] = {{0}};
     if (parse_fixed(section_node(root, "time", CSM_NODE_MAP), "time", time_params, NULL, tv, err))
         goto fail;
     cfg->dt = tv[0].num;
     cfg->frames = (int32_t)tv[1].num;
     cfg->substeps = (int32_t)tv[2].num;
+    cfg->max_speed = tv[3].num;
 
     csm_node *objects = map_get(root, "objects");
     if (!objects) {

@@ -56,6 +56,7 @@ typedef struct csm_config {
     uint64_t seed;
     double dt;
     int32_t frames, substeps;
+    double max_speed;         /* time.max_speed: a faster particle fails the run (0: no bound) */
     csm_object_cfg *objects;
     int nobjects;
     csm_plugin_cfg clustering, integrator, rotation, plasticity, recluster;

@@ -152,7 +152,13 @@ struct csm_log {
     int64_t versions, rest_cluster_rows, rest_member_rows;
     unsigned char *rest_copy;
     size_t rest_bytes, rest_cap;
+    int broken; /* a write failed: the file is left as the last flush made it */
 };
+
+void csm_log_init(void)
+{
+    H5dont_atexit();
+}
 
 static hid_t h5type(int t)
 {
@@ -351,6 +357,8 @@ int csm_log_string_attr(hid_t obj, const char *name, char *buf, size_t size)
     return 0;
 }
 
+static void trim_after_crash(const char *path);
+
 /* A log is written in HDF5's single-writer/multiple-reader mode (SWMR): the superblock marks the
    file as open for writing until the writer closes it, and ordinary readers refuse a file so
    marked. After a kill the mark stays; `h5clear -s` removes it, and so does opening the file
@@ -391,8 +399,30 @@ static hid_t open_clearing(const char *path)
     return f;
 }
 
+/* A write that failed for want of room can leave the superblock's end-of-file address past the
+   end of the file, and HDF5 then refuses the file as truncated. The bytes missing belong to the
+   frame that failed, which nothing complete refers to: the file is extended with zeros to that
+   address (superblock version 2 or 3, 8-byte addresses, no user block: what csm writes). */
+static void extend_to_stored_eof(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return;
+    unsigned char sb[48];
+    size_t got = fread(sb, 1, sizeof sb, fp);
+    long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    fclose(fp);
+    static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    if (got < 36 || memcmp(sb, signature, 8) || (sb[8] != 2 && sb[8] != 3) || sb[9] != 8 || size < 0) return;
+    uint64_t eof = 0;
+    for (int b = 7; b >= 0; b--) eof = eof << 8 | sb[28 + b];
+    if (eof > (uint64_t)size && eof < ((uint64_t)1 << 48)) {
+        if (truncate(path, (off_t)eof) != 0) return;
+    }
+}
+
 static int clear_write_mark(const char *path)
 {
+    extend_to_stored_eof(path);
     hid_t f = open_clearing(path);
     if (f < 0) return -1;
     return H5Fclose(f) < 0 ? -1 : 0;
@@ -422,13 +452,15 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
         return f;
     }
     H5Fclose(f);
-    if (clear_write_mark(path) == 0 && (f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) >= 0) {
+    if (clear_write_mark(path) == 0) trim_after_crash(path);
+    if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) >= 0) {
         snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it (killed?); its "
                  "open-for-writing mark is cleared and it holds every frame flushed");
         return f;
     }
-    snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it, and the log is read-only "
-             "here, so it stays marked as open for writing (h5clear -s clears it)");
+    snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it, and the mark it left "
+             "cannot be cleared here (a read-only file, or no room?): HDF5 readers need SWMR mode, h5py "
+             "File(path, swmr=True), until h5clear -s clears it");
     return H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
 }
 
@@ -791,10 +823,12 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
        whose time was written, and the other datasets hold at least those frames. */
     if (!rc && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0) rc |= APPEND1(F_TIME, w->time);
 #undef APPEND1
-    if (rc || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0)
+    if (rc || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0) {
+        log->broken = 1;
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: write error at frame %d%s; the log keeps the %lld frames before it",
                         log->path, sim->frame, errno == EFBIG ? " (file size limit)" : errno == ENOSPC ? " (disk full)" : "",
                         (long long)log->frames);
+    }
     log->frames++;
     return 0;
 }
@@ -802,20 +836,28 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
 int csm_log_close(csm_log *log, const char *status, csm_error *err)
 {
     if (!log) return 0;
+    if (log->broken) {
+        /* Closing would flush what the failed frame left half written, and HDF5 can fail to close
+           such a file at all: leave it as its last good flush made it, like a killed run, and say so. */
+        csm_fail(err, CSM_EXIT_FAILURE, "%s: the log stays as its last complete frame left it (status running; "
+                 "csm run --resume continues it once there is room)", log->path);
+        status = NULL;
+    }
     int rc = 0;
-    for (int k = 0; k < F_NFIELDS; k++)
+    for (int k = 0; k < F_NFIELDS && !log->broken; k++)
         if (log->ds[k] > 0) H5Dclose(log->ds[k]);
-    if (log->events > 0) H5Dclose(log->events);
+    if (log->events > 0 && !log->broken) H5Dclose(log->events);
     if (log->event_type > 0) H5Tclose(log->event_type);
-    if (log->file >= 0 && H5Fclose(log->file) < 0) rc = -1;
+    if (log->file >= 0 && !log->broken && H5Fclose(log->file) < 0) rc = -1;
     if (!status) {
         /* given up while opening: the file keeps what it had */
         free(log->path);
         free(log->scratch);
         free(log->iscratch);
+        int broken = log->broken;
         free(log->rest_copy);
         free(log);
-        return 0;
+        return broken ? -1 : 0;
     }
     /* a file in SWMR mode takes no new attribute values: the status goes in once it is closed */
     hid_t f = open_clearing(log->path);
@@ -1066,6 +1108,93 @@ static int restore_frame(csm_log *log, csm_sim *sim, hsize_t t, const int64_t fo
     return 0;
 }
 
+/* The datasets of an open log and the rows its complete frames fill: the last complete frame is
+   the last one /frames/time holds (it is appended last). Opens the datasets `log` uses, and with
+   `all` every dataset present. */
+typedef struct log_frames {
+    log_extent e;
+    int64_t fo[2], fc[2], ms[2], cs[2]; /* frame_offset, frame_cluster, member_start, cluster_start of the last */
+} log_frames;
+
+static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
+{
+    const char *path = log->path;
+    memset(lf, 0, sizeof *lf);
+    for (int k = 0; k < F_NFIELDS; k++) {
+        if (!field_used(log, k) && !(all && H5Lexists(log->file, fields[k].path, H5P_DEFAULT) > 0)) continue;
+        log->ds[k] = H5Dopen2(log->file, fields[k].path, H5P_DEFAULT);
+        if (log->ds[k] < 0)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no %s: written by an older csm, without checkpoints, or "
+                            "with other output settings", path, fields[k].path);
+    }
+    log->event_type = make_event_type();
+    log->events = H5Dopen2(log->file, "/recluster/events", H5P_DEFAULT);
+    if (log->events < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no /recluster/events", path);
+    log_extent *e = &lf->e;
+    e->T = dataset_rows(log->ds[F_TIME]);
+    if (e->T == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: holds no complete frame", path);
+    hsize_t t = e->T - 1;
+    int32_t version = -1;
+    if (read_rows(log->ds[F_FRAME_OFFSET], H5T_NATIVE_INT64, t, 2, lf->fo) ||
+        read_rows(log->ds[F_FRAME_CLUSTER], H5T_NATIVE_INT64, t, 2, lf->fc) ||
+        read_rows(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version) || version < 0 ||
+        read_rows(log->ds[F_RV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->ms) ||
+        read_rows(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->cs))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the offsets of frame %llu are missing", path, (unsigned long long)t);
+    e->clusters = (hsize_t)lf->fc[1];
+    e->memberships = (hsize_t)lf->fo[1];
+    e->versions = (hsize_t)version + 1;
+    e->rest_clusters = (hsize_t)lf->cs[1];
+    e->rest_members = (hsize_t)lf->ms[1];
+    for (int k = 0; k < F_NFIELDS; k++)
+        if (log->ds[k] >= 0 && dataset_rows(log->ds[k]) < field_rows(k, e))
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, fields[k].path,
+                            (unsigned long long)dataset_rows(log->ds[k]), (unsigned long long)field_rows(k, e));
+    return 0;
+}
+
+/* Drop whatever was written after the last complete frame. */
+static int trim_log(csm_log *log, const log_frames *lf)
+{
+    int rc = 0;
+    for (int k = 0; k < F_NFIELDS; k++)
+        if (log->ds[k] >= 0 && dataset_rows(log->ds[k]) != field_rows(k, &lf->e) && set_rows(log->ds[k], field_rows(k, &lf->e)))
+            rc = -1;
+    int32_t frame = 0;
+    rc |= read_rows(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, lf->e.T - 1, 1, &frame);
+    hsize_t events = events_up_to(log->events, frame);
+    if (events != dataset_rows(log->events) && set_rows(log->events, events)) rc = -1;
+    return rc;
+}
+
+static csm_log *log_handle(const char *path, hid_t file)
+{
+    csm_log *log = calloc(1, sizeof *log);
+    if (!log) return NULL;
+    for (int k = 0; k < F_NFIELDS; k++) log->ds[k] = -1;
+    log->events = log->event_type = -1;
+    log->file = file;
+    log->path = strdup(path);
+    if (!log->path) {
+        free(log);
+        return NULL;
+    }
+    return log;
+}
+
+/* After a crash: the datasets cut back to the complete frames, so every reader sees whole frames
+   only. Gives up quietly on a log without checkpoints. */
+static void trim_after_crash(const char *path)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) return;
+    csm_log *log = log_handle(path, f);
+    log_frames lf;
+    if (log && measure_log(log, 1, &lf, NULL) == 0) trim_log(log, &lf);
+    csm_log_close(log, NULL, NULL);
+    if (!log) H5Fclose(f);
+}
+
 int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -1076,74 +1205,32 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     if (probe < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
     H5Fclose(probe);
     if (live) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed while it runs", path, note);
-    csm_log *log = calloc(1, sizeof *log);
-    if (!log) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    for (int k = 0; k < F_NFIELDS; k++) log->ds[k] = -1;
-    log->events = log->event_type = -1;
+    hid_t file = open_clearing(path);
+    if (file < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
+    csm_log *log = log_handle(path, file);
+    if (!log) {
+        H5Fclose(file);
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    }
     log->n = w->P.n;
     log->goals = sim->cfg->output_goals;
     log->quadratic = w->C.Q != NULL;
-    log->path = strdup(path);
-    log->file = open_clearing(path);
-    if (!log->path || log->file < 0) {
-        csm_log_close(log, NULL, NULL);
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
-    }
-    int rc = 0;
-    for (int k = 0; k < F_NFIELDS && !rc; k++) {
-        if (!field_used(log, k)) continue;
-        log->ds[k] = H5Dopen2(log->file, fields[k].path, H5P_DEFAULT);
-        if (log->ds[k] < 0)
-            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no %s: written by an older csm, without checkpoints, or "
-                          "with other output settings", path, fields[k].path);
-    }
-    if (!rc) {
-        log->event_type = make_event_type();
-        log->events = H5Dopen2(log->file, "/recluster/events", H5P_DEFAULT);
-        if (log->events < 0) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no /recluster/events", path);
-    }
+    log_frames lf;
+    int rc = measure_log(log, 0, &lf, err);
     /* the same set-up: the config in the log must build the same particles */
     if (!rc && (!same_fixed(log->file, "/rest/positions", H5T_NATIVE_DOUBLE, w->P.rest, sizeof(double) * 3 * (size_t)w->P.n) ||
                 !same_fixed(log->file, "/rest/mass", H5T_NATIVE_DOUBLE, w->P.mass, sizeof(double) * (size_t)w->P.n)))
         rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
                       "version, or a changed mesh file?); it cannot be resumed", path);
-    log_extent e = {0, 0, 0, 0, 0, 0};
-    int64_t fo[2] = {0, 0}, fc[2] = {0, 0}, ms[2] = {0, 0}, cs[2] = {0, 0};
-    int32_t version = -1;
+    if (!rc) rc = restore_frame(log, sim, lf.e.T - 1, lf.fo, lf.fc, lf.ms, lf.cs, err);
     if (!rc) {
-        e.T = dataset_rows(log->ds[F_TIME]);
-        if (e.T == 0) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: holds no complete frame to continue from", path);
-    }
-    hsize_t t = e.T - 1;
-    if (!rc && (read_rows(log->ds[F_FRAME_OFFSET], H5T_NATIVE_INT64, t, 2, fo) ||
-                read_rows(log->ds[F_FRAME_CLUSTER], H5T_NATIVE_INT64, t, 2, fc) ||
-                read_rows(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version) || version < 0 ||
-                read_rows(log->ds[F_RV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, ms) ||
-                read_rows(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, cs)))
-        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the offsets of frame %llu are missing", path, (unsigned long long)t);
-    if (!rc) {
-        e.clusters = (hsize_t)fc[1];
-        e.memberships = (hsize_t)fo[1];
-        e.versions = (hsize_t)version + 1;
-        e.rest_clusters = (hsize_t)cs[1];
-        e.rest_members = (hsize_t)ms[1];
-        for (int k = 0; k < F_NFIELDS && !rc; k++)
-            if (log->ds[k] >= 0 && dataset_rows(log->ds[k]) < field_rows(k, &e))
-                rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, fields[k].path,
-                              (unsigned long long)dataset_rows(log->ds[k]), (unsigned long long)field_rows(k, &e));
-    }
-    if (!rc) rc = restore_frame(log, sim, t, fo, fc, ms, cs, err);
-    if (!rc) {
-        /* drop what was written after the last complete frame */
-        for (int k = 0; k < F_NFIELDS; k++)
-            if (log->ds[k] >= 0 && set_rows(log->ds[k], field_rows(k, &e))) rc = -1;
-        if (set_rows(log->events, events_up_to(log->events, sim->frame))) rc = -1;
-        log->frames = (int64_t)e.T;
-        log->memberships_out = fo[1];
-        log->clusters_out = fc[1];
-        log->versions = (int64_t)e.versions;
-        log->rest_cluster_rows = cs[1];
-        log->rest_member_rows = ms[1];
+        rc = trim_log(log, &lf);
+        log->frames = (int64_t)lf.e.T;
+        log->memberships_out = lf.fo[1];
+        log->clusters_out = lf.fc[1];
+        log->versions = (int64_t)lf.e.versions;
+        log->rest_cluster_rows = lf.cs[1];
+        log->rest_member_rows = lf.ms[1];
         rest_segment seg[8];
         rc |= keep_rest_copy(log, seg, rest_segments(log, &w->C, seg));
         int64_t resumes = 0;
@@ -1154,7 +1241,7 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
         }
         rc |= attr_string(log->file, "status", "running");
         rc |= attr_int64(log->file, "resumes", resumes + 1);
-        rc |= attr_int64(log->file, "resumed_from_frame", (int64_t)t);
+        rc |= attr_int64(log->file, "resumed_from_frame", (int64_t)lf.e.T - 1);
         rc |= attr_int64(log->file, "threads", csm_get_threads());
         rc |= writer_attrs(log->file);
         if (rc) csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);

@@ -12,6 +12,10 @@
 
 typedef struct csm_log csm_log;
 
+/* Call first in a program that writes logs: HDF5 then leaves files alone at exit, so a log
+   whose writes failed keeps its last complete frame. */
+void csm_log_init(void);
+
 /* Create the log (status "running"), write the root attributes and /rest. */
 int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error *err);
 /* Append the current state as one frame (the goals, when logged, are gathered through the

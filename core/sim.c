@@ -220,17 +220,32 @@ int csm_world_event(csm_world *w, csm_recluster_event e)
     return 0;
 }
 
-/* A non-finite position or velocity stops the run with the particle and frame named. */
-static int check_finite(const csm_sim *sim, csm_error *err)
+/* A non-finite position or velocity, a speed past time.max_speed, or a non-finite cluster
+   (its rotation or plastic deformation) stops the run, naming what, which and when. */
+static int check_state(const csm_sim *sim, csm_error *err)
 {
     const csm_particles *P = &sim->w.P;
+    const csm_clusters *C = &sim->w.C;
+    double vmax = sim->cfg->max_speed, v2max = vmax * vmax;
+    int32_t frame = sim->frame + 1;
     for (int32_t i = 0; i < P->n; i++) {
         const double *x = &P->x[3 * i], *v = &P->v[3 * i];
         if (!isfinite(x[0] + x[1] + x[2]) || !isfinite(v[0] + v[1] + v[2]))
             return csm_fail(err, CSM_EXIT_FAILURE,
                             "non-finite %s of particle %d at frame %d (t = %g s): the step is unstable",
-                            isfinite(x[0] + x[1] + x[2]) ? "velocity" : "position", i, sim->frame + 1,
-                            sim->w.time);
+                            isfinite(x[0] + x[1] + x[2]) ? "velocity" : "position", i, frame, sim->w.time);
+        double s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        if (vmax > 0 && s2 > v2max)
+            return csm_fail(err, CSM_EXIT_FAILURE,
+                            "particle %d moves at %.4g m/s, beyond time.max_speed = %g, at frame %d (t = %g s): the "
+                            "step is unstable", i, sqrt(s2), vmax, frame, sim->w.time);
+    }
+    for (int32_t c = 0; c < C->k; c++) {
+        double sum = 0;
+        for (int a = 0; a < 9; a++) sum += C->R[9 * c + a] + C->Fp[9 * c + a];
+        if (!isfinite(sum))
+            return csm_fail(err, CSM_EXIT_FAILURE, "non-finite rotation or F^p of cluster %d (id %d) at frame %d (t = %g s)",
+                            c, C->id[c], frame, sim->w.time);
     }
     return 0;
 }
@@ -247,7 +262,7 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
         if (csm_sim_step(sim, h, &t, err)) return -1;
     w->yielded = 0;
     for (int32_t c = 0; c < w->C.k; c++) w->yielded += w->C.flowed[c] > 0;
-    if (check_finite(sim, err)) return -1;
+    if (check_state(sim, err)) return -1;
     sim->frame++;
     t.total = csm_now() - start;
     sim->last = t;

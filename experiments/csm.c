@@ -1,5 +1,6 @@
 /* csm: run clustered shape matching experiments. */
 #include "commands.h"
+#include "log.h"
 #include "csm_version.h"
 
 #include <stdio.h>
@@ -24,6 +25,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    csm_log_init();
     if (argc < 2) {
         usage(stderr);
         return 2;

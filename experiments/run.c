@@ -263,16 +263,19 @@ int csm_cmd_run(int argc, char **argv)
     }
     if (tty) fprintf(stderr, "\n");
     csm_error cerr = {{0}, 0};
-    if (csm_log_close(log, status_text, &cerr) && !status) {
+    int close_failed = csm_log_close(log, status_text, &cerr) != 0;
+    if (close_failed && !status) {
         status = 1;
         snprintf(err.msg, sizeof err.msg, "%s", cerr.msg);
+        close_failed = 0;
     }
     char xmf[4096];
     csm_log_xdmf_path(path, xmf, sizeof xmf);
     int32_t ran = sim.frame - first_frame;
     if (status) {
         fprintf(stderr, "csm: %s\n", err.msg);
-        fprintf(stderr, "csm: log (status '%.60s'): %s\n", status_text, path);
+        if (close_failed) fprintf(stderr, "csm: %s\n", cerr.msg);
+        else fprintf(stderr, "csm: log (status '%.60s'): %s\n", status_text, path);
     } else {
         printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame\n", cfg.name, sim.w.P.n, sim.w.C.k,
                ran, ran ? 1e3 * total_time / ran : 0.0);
