@@ -608,7 +608,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     H5Pclose(fapl);
     if (log->file < 0) {
         free(log);
-        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot create the log: %s", path,
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create the log: %s", path,
                         errno ? strerror(errno) : "HDF5 error");
     }
     log->n = w->P.n;

@@ -50,10 +50,39 @@ expect 0 "sidecar: $tmp/sub/dir/ok.xmf" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/su
 expect 0 "status +ok" -- "$csm" info "$tmp/sub/dir/ok.h5"
 expect 0 "frames +4 " -- "$csm" info "$tmp/sub/dir/ok.h5"
 expect 2 "not an HDF5 file" -- "$csm" info "$tmp/ok.yaml"
-# every shipped config validates
+# every shipped config validates, and its resolved config (what a log keeps, and what
+# csm run --resume reads back) validates too
 for c in "$root"/experiments/configs/*.yaml; do
     expect 0 "is valid" -- "$csm" check "$c"
+    "$csm" check "$c" >"$tmp/resolved.yaml" 2>/dev/null
+    expect 0 "is valid" -- "$csm" check "$tmp/resolved.yaml"
 done
+
+# meshes and particle lists
+printf 'OFF\n4 2 0\n0 0 0\n1 0 0\n0 1 0\n1 1 0\n3 0 1 2\n3 0 2 1\n' >"$tmp/flat.off"
+printf 'OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n' >"$tmp/cut.off"
+printf 'OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n' >"$tmp/tet.off"
+mesh_cfg() { printf 'objects:\n  - shape: {type: mesh, path: %s}\n    sampling: {spacing: %s}\n' "$1" "$2" >"$tmp/mesh.yaml"; }
+mesh_cfg "$tmp/flat.off" 0.1
+expect 2 "flat.off: the mesh encloses no volume" -- "$csm" check "$tmp/mesh.yaml"
+mesh_cfg "$tmp/cut.off" 0.1
+expect 2 "cut.off:9: truncated: the header promises 4 faces" -- "$csm" check "$tmp/mesh.yaml"
+mesh_cfg "$tmp" 0.1
+expect 2 "cannot read the mesh \(is it a folder\?\)" -- "$csm" check "$tmp/mesh.yaml"
+mesh_cfg "$tmp/tet.off" 2
+expect 2 "mesh.yaml:2: objects\[0\]: no particle inside the shape" -- "$csm" check "$tmp/mesh.yaml"
+printf 'objects:\n  - shape: {type: points, positions: [[0, 0, 0], [1, 0]]}\n' >"$tmp/pts.yaml"
+expect 2 "pts.yaml:2: objects\[0\].shape.positions\[1\] must be a point" -- "$csm" check "$tmp/pts.yaml"
+printf 'objects:\n  - shape: {type: points, positions: [[0, 0, 0], [1, .nan, 0]]}\n' >"$tmp/pts.yaml"
+expect 2 "pts.yaml:2: objects\[0\].shape.positions = .nan is not a finite number" -- "$csm" check "$tmp/pts.yaml"
+printf 'objects:\n  - shape: {type: points, positions: []}\n' >"$tmp/pts.yaml"
+expect 2 "positions must be a non-empty list of points" -- "$csm" check "$tmp/pts.yaml"
+expect 2 "--set #1: time.max_speed = -1 is outside" -- "$csm" check "$tmp/ok.yaml" --set time.max_speed=-1
+
+# output paths that cannot be written
+expect 2 "cannot create folder .*: Not a directory" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/ok.yaml/sub/out.h5"
+expect 2 "cannot create the log: Is a directory" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/sub" --force
+expect 2 "cannot create the log: Permission denied" -- "$csm" run "$tmp/ok.yaml" -o /sys/csm_out.h5 --force
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
