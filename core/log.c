@@ -1,3 +1,4 @@
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "log.h"
 
 #include "clustering.h"
@@ -633,7 +634,10 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     snprintf(hdf5v, sizeof hdf5v, "%u.%u.%u", maj, min, rel);
     rc |= attr_string(f, "hdf5_version", hdf5v);
     rc |= attr_string(f, "config", cfg->resolved);
-    rc |= attr_string(f, "config_file", cfg->file);
+    /* absolute, so that csm run --resume finds the meshes the config names from any folder */
+    char *absolute = realpath(cfg->file, NULL);
+    rc |= attr_string(f, "config_file", absolute ? absolute : cfg->file);
+    free(absolute);
     rc |= attr_string(f, "name", cfg->name);
     rc |= attr_int64(f, "seed", (int64_t)cfg->seed);
     rc |= attr_string(f, "integrator", cfg->integrator.plugin->name);

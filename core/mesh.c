@@ -251,35 +251,11 @@ static int has_suffix(const char *s, const char *suffix)
     return 1;
 }
 
-int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err)
+/* Parse `text` (len bytes, NUL at text[len], modified in place, freed here) read from `path`. */
+static int parse_owned(csm_mesh *m, const char *path, char *text, size_t len, csm_error *err)
 {
     memset(m, 0, sizeof *m);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the mesh: %s", path, strerror(errno));
-    reader r = {path, NULL, NULL, 0};
-    size_t cap = 1 << 16, len = 0;
-    r.text = malloc(cap + 1);
-    for (size_t got; r.text && (got = fread(r.text + len, 1, cap - len, fp)) > 0;) {
-        len += got;
-        if (len == cap) {
-            char *t = realloc(r.text, 2 * cap + 1);
-            if (!t) {
-                free(r.text);
-                r.text = NULL;
-                break;
-            }
-            r.text = t;
-            cap *= 2;
-        }
-    }
-    int read_error = ferror(fp);
-    fclose(fp);
-    if (!r.text) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
-    if (read_error) {
-        free(r.text);
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read the mesh (is it a folder?)", path);
-    }
-    r.text[len] = 0;
+    reader r = {path, text, NULL, 0};
     if (memchr(r.text, 0, len)) {
         free(r.text);
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: binary data; expected an OFF or OBJ text file", path);
@@ -306,6 +282,46 @@ int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err)
     m->tri = tri.a;
     m->nt = (int32_t)(tri.n / 3);
     return 0;
+}
+
+int csm_mesh_parse(csm_mesh *m, const char *name, const char *text, size_t len, csm_error *err)
+{
+    char *copy = malloc(len + 1);
+    if (!copy) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", name);
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    return parse_owned(m, name, copy, len, err);
+}
+
+int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err)
+{
+    memset(m, 0, sizeof *m);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the mesh: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap + 1);
+    for (size_t got; text && (got = fread(text + len, 1, cap - len, fp)) > 0;) {
+        len += got;
+        if (len == cap) {
+            char *t = realloc(text, 2 * cap + 1);
+            if (!t) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = t;
+            cap *= 2;
+        }
+    }
+    int read_error = ferror(fp);
+    fclose(fp);
+    if (!text) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    if (read_error) {
+        free(text);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read the mesh (is it a folder?)", path);
+    }
+    text[len] = 0;
+    return parse_owned(m, path, text, len, err);
 }
 
 int csm_mesh_from_arrays(csm_mesh *m, const double *v, int32_t nv, const int32_t *tri, int32_t nt)

@@ -4,6 +4,7 @@
 #ifndef CSM_MESH_H
 #define CSM_MESH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -29,6 +30,9 @@ typedef struct csm_mesh {
    and line: truncated files, non-finite coordinates, indices out of range, faces of fewer than
    three vertices, files without faces. Build the tree before csm_mesh_winding. */
 int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err);
+/* The same for a file's text held in memory (len bytes); `name` stands for the file in messages
+   and its extension picks the format. */
+int csm_mesh_parse(csm_mesh *m, const char *name, const char *text, size_t len, csm_error *err);
 /* A mesh from arrays (copied), for generated shapes and tests; no tree yet. */
 int csm_mesh_from_arrays(csm_mesh *m, const double *v, int32_t nv, const int32_t *tri, int32_t nt);
 void csm_mesh_free(csm_mesh *m);

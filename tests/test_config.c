@@ -7,6 +7,7 @@
 #include "config.h"
 #include "sim.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -242,6 +243,34 @@ static void test_overrides(void **state)
     expect_error_sets(GOOD, strlen(GOOD), unknown, 1, "--set #1: unknown key solver.betta", NULL);
 }
 
+/* Every shipped config's resolved text (what a log keeps, and what csm run --resume reads back)
+   loads again to the same resolved text. */
+static void test_shipped_configs_resolve_again(void **state)
+{
+    (void)state;
+    csm_register_builtins();
+    const char *dir = CSM_TEST_DIR "/../experiments/configs";
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int checked = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".yaml")) continue;
+        char file[1024];
+        snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+        csm_config cfg, again;
+        csm_error err;
+        if (csm_config_load(file, NULL, 0, &cfg, &err)) fail_msg("%s", err.msg);
+        if (csm_config_load_text(file, cfg.resolved, NULL, 0, &again, &err)) fail_msg("%s: resolved: %s", file, err.msg);
+        if (strcmp(again.resolved, cfg.resolved)) fail_msg("%s: the resolved config resolves to other text", file);
+        csm_config_free(&again);
+        csm_config_free(&cfg);
+        checked++;
+    }
+    closedir(d);
+    assert_true(checked >= 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_simulation_errors),
         cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_shipped_configs_resolve_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
