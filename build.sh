@@ -4,6 +4,9 @@
 #                             Bargteil-Jones 2014 Fig 1); meshes a config names are fetched first
 #   ./build.sh test           install what is missing, fetch the meshes, build with warnings as
 #                             errors, run every test
+#   ./build.sh fuzz [SECONDS] install clang, build the libFuzzer targets (in build-fuzz/), run each
+#                             from its seed corpus in tests/fuzz/ for SECONDS (default 60; 0 runs
+#                             the seeds only)
 #   ./build.sh figures        install what is missing, build, regenerate every reproduced figure
 #                             and table into out/figures/ (make figures; experiments/README.md)
 # Environment: CSM_SANITIZE=ON builds and tests under ASan+UBSan (in build-sanitize/);
@@ -14,6 +17,7 @@ cd "$(dirname "$0")"
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
 RUN_PKGS="hdf5-tools"
 FIGURE_PKGS="python3 python3-h5py python3-numpy python3-matplotlib python3-yaml"
+FUZZ_PKGS="clang libclang-rt-14-dev"
 TEST_PKGS="libcmocka-dev python3-matplotlib python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
 
 install_missing() {
@@ -57,6 +61,25 @@ test)
     fi
     ctest --test-dir "$dir" --output-on-failure -j "${CSM_JOBS:-$(nproc)}"
     ;;
+fuzz)
+    # shellcheck disable=SC2086
+    install_missing $BUILD_PKGS $FUZZ_PKGS
+    CC=clang configure_and_build build-fuzz -DCSM_FUZZ=ON -DCSM_OPENMP=OFF -DBUILD_TESTING=OFF -DCSM_WERROR=ON
+    seconds=${2:-60}
+    # 0 seconds: replay the seed corpus only (what CI does)
+    limit=(-max_total_time="$seconds")
+    [ "$seconds" = 0 ] && limit=(-runs=0)
+    for target in config mesh; do
+        # the corpus grows in a scratch folder; tests/fuzz/ keeps the seeds
+        work=$(mktemp -d)
+        echo "csm: fuzzing the $target loader for $seconds s (0: the seeds only)"
+        LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp ./build-fuzz/fuzz/fuzz_$target "${limit[@]}" \
+            -timeout=10 -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/" "$work" "tests/fuzz/$target" \
+            2>"$work/log" || { tail -40 "$work/log"; echo "csm: fuzz_$target failed; the input is in $work"; exit 1; }
+        grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$work/log" | sed "s/^/  $target: /"
+        rm -rf "$work"
+    done
+    ;;
 figures)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS $FIGURE_PKGS
@@ -64,7 +87,7 @@ figures)
     make figures
     ;;
 *)
-    echo "usage: ./build.sh run [CONFIG] | test | figures" >&2
+    echo "usage: ./build.sh run [CONFIG] | test | fuzz [SECONDS] | figures" >&2
     exit 2
     ;;
 esac

@@ -359,9 +359,12 @@ static int parse_yaml(const char *file, const char *str, const char *src, csm_no
     }
     if (stream_error) {
         node_free(root);
-        /* libfyaml's message starts with "line:column: "; prefix the source name. */
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%s", src,
-                        dc.msg[0] ? dc.msg : " malformed YAML");
+        /* libfyaml's message starts with "line:column: ", after the file name when it read a
+           file; prefix the source name once. */
+        const char *m = dc.msg;
+        size_t n = strlen(src);
+        if (!strncmp(m, src, n) && m[n] == ':') m += n + 1;
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%s", src, m[0] ? m : " malformed YAML");
     }
     *out = root;
     return 0;
@@ -1195,6 +1198,38 @@ static int load_plugins(csm_node *root, const char *config_path, csm_error *err)
     return 0;
 }
 
+/* A config is UTF-8 text (YAML 1.2 Sec 5.1-5.2): a NUL byte, another control character or a
+   malformed sequence is refused
+   before parsing (libfyaml accepts NUL bytes silently in some inputs, and hangs on an invalid
+   byte in a directive line). */
+static int check_text(const unsigned char *s, size_t n, const char *path, csm_error *err)
+{
+    int line = 1;
+    for (size_t k = 0; k < n; k++) {
+        unsigned c = s[k];
+        if (c == '\n') line++;
+        if (c == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: binary data (a NUL byte) in a config", path, line);
+        /* YAML's printable set (Sec 5.1): of the C0 controls only tab, line feed and return */
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a control character (byte 0x%02x) in a config", path,
+                            line, c);
+        if (c < 0x80) continue;
+        /* the length of the sequence and the range of its second byte */
+        int more = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        int ok = more > 0 && k + (size_t)more < n;
+        for (int j = 1; ok && j <= more; j++) {
+            unsigned d = s[k + (size_t)j];
+            ok = j == 1 ? d >= lo && d <= hi : d >= 0x80 && d <= 0xbf;
+        }
+        if (!ok)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: not UTF-8 text (byte 0x%02x); a config is text", path,
+                            line, c);
+        k += (size_t)more;
+    }
+    return 0;
+}
+
 /* Parse `text` (a config in memory, named `path` in messages) or, when it is NULL, the file at
    `path`; then override and validate. */
 static int load(const char *path, const char *text, const char *const *overrides, int noverrides,
@@ -1211,23 +1246,29 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: is a directory, not a config file", path);
     FILE *f = fopen(path, "rb");
     if (!f) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open config: %s", path, strerror(errno));
-    /* libfyaml accepts NUL bytes silently in some inputs; a config is text. */
-    int c, line = 1;
-    while ((c = fgetc(f)) != EOF) {
-        if (c == '\n') line++;
-        if (c == 0) {
-            fclose(f);
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: binary data (a NUL byte) in a config", path, line);
+    size_t len = 0, cap = 4096;
+    unsigned char *bytes = malloc(cap);
+    for (size_t got; bytes && (got = fread(bytes + len, 1, cap - len, f)) > 0;) {
+        len += got;
+        if (len == cap) {
+            unsigned char *grown = realloc(bytes, 2 * cap);
+            if (!grown) free(bytes);
+            bytes = grown;
+            cap *= 2;
         }
     }
     fclose(f);
-    return load(path, NULL, overrides, noverrides, cfg, err);
+    if (!bytes) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    int rc = check_text(bytes, len, path, err);
+    free(bytes);
+    return rc ? rc : load(path, NULL, overrides, noverrides, cfg, err);
 }
 
 int csm_config_load_text(const char *name, const char *text, const char *const *overrides, int noverrides,
                          csm_config *cfg, csm_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
+    if (check_text((const unsigned char *)text, strlen(text), name, err)) return -1;
     return load(name, text, overrides, noverrides, cfg, err);
 }
 

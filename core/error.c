@@ -5,10 +5,27 @@
 int csm_fail(csm_error *err, int code, const char *fmt, ...)
 {
     if (!err) return -1;
+    char raw[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* One line, whatever a quoted value holds: control characters are written as escapes. */
+    size_t o = 0, cap = sizeof err->msg;
+    for (const unsigned char *s = (const unsigned char *)raw; *s && o + 1 < cap; s++) {
+        char esc[8];
+        int len = 0;
+        if (*s == '\n') len = snprintf(esc, sizeof esc, "\\n");
+        else if (*s == '\t') len = snprintf(esc, sizeof esc, "\\t");
+        else if (*s < 0x20 || *s == 0x7f) len = snprintf(esc, sizeof esc, "\\x%02x", *s);
+        if (len == 0) {
+            err->msg[o++] = (char)*s;
+        } else {
+            if (o + (size_t)len + 1 > cap) break;
+            for (int k = 0; k < len; k++) err->msg[o++] = esc[k];
+        }
+    }
+    err->msg[o] = '\0';
     err->code = code;
     return -1;
 }

@@ -12,7 +12,8 @@ typedef struct csm_error {
 
 enum { CSM_EXIT_FAILURE = 1, CSM_EXIT_BAD_INPUT = 2 };
 
-/* Fill err (if not NULL) with a formatted message and code; returns -1 for `return csm_fail(...)`. */
+/* Fill err (if not NULL) with a formatted message and code; returns -1 for `return csm_fail(...)`.
+   The message is kept to one line: a newline or other control character in it is escaped. */
 int csm_fail(csm_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -122,6 +122,17 @@ static void test_files(void **state)
     expect_error_sets("# only a comment\n", 17, NULL, 0, "empty config", NULL);
     static const char binary[] = "name: a\n\0\x01\x02garbage";
     expect_error_sets(binary, sizeof binary - 1, NULL, 0, "@:2: binary data", NULL);
+    /* found by fuzzing: an invalid byte in a directive line made the YAML parser loop forever */
+    static const char directive[] = "# A r6\n%t\x8d: 06\ntime:@}ta:";
+    expect_error_sets(directive, sizeof directive - 1, NULL, 0, "@:2: not UTF-8 text (byte 0x8d)", NULL);
+    static const char overlong[] = "name: \xc0\xaf\nobjects: [{shape: {type: box}}]\n";
+    expect_error_sets(overlong, sizeof overlong - 1, NULL, 0, "@:1: not UTF-8 text (byte 0xc0)", NULL);
+    /* found by fuzzing: a quoted value that spans lines still makes a one-line message */
+    EXPECT("objects:\n  - shape: {type: p\n\n  oints}\n", "@:2: objects[0].shape.type = 'p\\noints' is not one of");
+    /* found by fuzzing: "0.3\f" read as 0.3, then resolved to a string */
+    EXPECT("clustering: {radius: 0.3\f}\nobjects: [{shape: {type: box}}]\n", "@:1: a control character (byte 0x0c)");
+    static const char cut[] = "name: caf\xc3";
+    expect_error_sets(cut, sizeof cut - 1, NULL, 0, "@:1: not UTF-8 text (byte 0xc3)", NULL);
 }
 
 static void test_syntax(void **state)
