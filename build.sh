@@ -18,7 +18,7 @@ BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-de
 RUN_PKGS="hdf5-tools"
 FIGURE_PKGS="python3 python3-h5py python3-numpy python3-matplotlib python3-yaml"
 FUZZ_PKGS="clang libclang-rt-14-dev"
-TEST_PKGS="libcmocka-dev python3-matplotlib python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
+TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
 
 install_missing() {
     local missing=()
