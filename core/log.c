@@ -147,8 +147,7 @@ struct csm_log {
     hid_t event_type;        /* its compound row type */
     int goals, quadratic;
     char *path;
-    double *scratch;        /* [9 max(n, k, m)] */
-    int32_t *iscratch;      /* [max(k + 1, m)] */
+    double *goal;           /* [3n] gathered goals, with output.goals */
     /* /checkpoint/rest: versions written, their rows, and a copy of the last version's bytes */
     int64_t versions, rest_cluster_rows, rest_member_rows;
     unsigned char *rest_copy;
@@ -358,7 +357,7 @@ int csm_log_string_attr(hid_t obj, const char *name, char *buf, size_t size)
     return 0;
 }
 
-static void trim_after_crash(const char *path);
+static void trim_after_crash(const char *path, hid_t file);
 
 /* A log is written in HDF5's single-writer/multiple-reader mode (SWMR): the superblock marks the
    file as open for writing until the writer closes it, and ordinary readers refuse a file so
@@ -421,11 +420,14 @@ static void extend_to_stored_eof(const char *path)
     }
 }
 
-static int clear_write_mark(const char *path)
+/* After a crash: clear the open-for-writing mark and cut the datasets back to the complete
+   frames, so every reader sees whole frames only (a log without checkpoints is left uncut). */
+static int recover_log(const char *path)
 {
     extend_to_stored_eof(path);
     hid_t f = open_clearing(path);
     if (f < 0) return -1;
+    trim_after_crash(path, f);
     return H5Fclose(f) < 0 ? -1 : 0;
 }
 
@@ -453,7 +455,7 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
         return f;
     }
     H5Fclose(f);
-    if (clear_write_mark(path) == 0) trim_after_crash(path);
+    recover_log(path);
     if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) >= 0) {
         snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it (killed?); its "
                  "open-for-writing mark is cleared and it holds every frame flushed");
@@ -616,11 +618,8 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->goals = cfg->output_goals;
     log->quadratic = w->C.Q != NULL;
     log->path = strdup(path);
-    int32_t big = w->P.n > w->C.k + 1 ? w->P.n : w->C.k + 1;
-    if (w->C.m > big) big = w->C.m;
-    log->scratch = malloc(sizeof(double) * 9 * (size_t)big);
-    log->iscratch = malloc(sizeof(int32_t) * ((size_t)big + 1));
-    if (!log->path || !log->scratch || !log->iscratch) abort();
+    log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
+    if (!log->path || (log->goals && !log->goal)) abort();
 
     hid_t f = log->file;
     int rc = 0;
@@ -672,9 +671,12 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= write_fixed(f, "/rest/positions", H5T_NATIVE_DOUBLE, 2, d2, w->P.rest, "m", "rest positions r_i");
     rc |= write_fixed(f, "/rest/mass", H5T_NATIVE_DOUBLE, 1, d1, w->P.mass, "kg", "particle masses m_i");
     rc |= write_fixed(f, "/rest/object", H5T_NATIVE_INT32, 1, d1, w->P.object, "1", "object (body) of each particle");
-    for (int32_t i = 0; i < w->P.n; i++) log->iscratch[i] = i;
-    rc |= write_fixed(f, "/rest/id", H5T_NATIVE_INT32, 1, d1, log->iscratch, "1",
+    int32_t *id = malloc(sizeof *id * (size_t)w->P.n + 1);
+    if (!id) abort();
+    for (int32_t i = 0; i < w->P.n; i++) id[i] = i;
+    rc |= write_fixed(f, "/rest/id", H5T_NATIVE_INT32, 1, d1, id, "1",
                       "particle index 0..n-1 (the sidecar's Polyvertex connectivity)");
+    free(id);
     for (int k = 0; k < F_NFIELDS; k++) {
         if (!field_used(log, k)) {
             log->ds[k] = -1;
@@ -774,8 +776,8 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= append_rows(log->ds[F_POSITIONS], T_F64, 1, w->P.x);
     rc |= append_rows(log->ds[F_VELOCITIES], T_F64, 1, w->P.v);
     if (log->goals) {
-        csm_goals_all(w, w->P.x, 0.0, log->scratch);
-        rc |= append_rows(log->ds[F_GOALS], T_F64, 1, log->scratch);
+        csm_goals_all(w, w->P.x, 0.0, log->goal);
+        rc |= append_rows(log->ds[F_GOALS], T_F64, 1, log->goal);
     }
     int32_t k = C->k;
     rc |= append_rows(log->ds[F_COUNT], T_I32, 1, &k);
@@ -845,7 +847,6 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
            such a file at all: leave it as its last good flush made it, like a killed run, and say so. */
         csm_fail(err, CSM_EXIT_FAILURE, "%s: the log stays as its last complete frame left it (status running; "
                  "csm run --resume continues it once there is room)", log->path);
-        status = NULL;
     }
     int rc = 0;
     for (int k = 0; k < F_NFIELDS && !log->broken; k++)
@@ -853,30 +854,23 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     if (log->events > 0 && !log->broken) H5Dclose(log->events);
     if (log->event_type > 0) H5Tclose(log->event_type);
     if (log->file >= 0 && !log->broken && H5Fclose(log->file) < 0) rc = -1;
-    if (!status) {
-        /* given up while opening: the file keeps what it had */
-        free(log->path);
-        free(log->scratch);
-        free(log->iscratch);
-        int broken = log->broken;
-        free(log->rest_copy);
-        free(log);
-        return broken ? -1 : 0;
-    }
-    /* a file in SWMR mode takes no new attribute values: the status goes in once it is closed */
-    hid_t f = open_clearing(log->path);
-    if (f < 0) rc = -1;
-    else {
-        rc |= attr_string(f, "status", status);
-        rc |= attr_int64(f, "frames", log->frames);
-        if (H5Fclose(f) < 0) rc = -1;
-    }
-    char xmf[4096];
-    if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);
-    else csm_fail(err, CSM_EXIT_FAILURE, "%s: could not close the log cleanly", log->path);
+    if (log->broken) {
+        rc = -1;
+    } else if (status) {
+        /* a file in SWMR mode takes no new attribute values: the status goes in once it is closed */
+        hid_t f = open_clearing(log->path);
+        if (f < 0) rc = -1;
+        else {
+            rc |= attr_string(f, "status", status);
+            rc |= attr_int64(f, "frames", log->frames);
+            if (H5Fclose(f) < 0) rc = -1;
+        }
+        char xmf[4096];
+        if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);
+        else csm_fail(err, CSM_EXIT_FAILURE, "%s: could not close the log cleanly", log->path);
+    } /* else given up while opening: the file keeps what it had */
     free(log->path);
-    free(log->scratch);
-    free(log->iscratch);
+    free(log->goal);
     free(log->rest_copy);
     free(log);
     return rc ? -1 : 0;
@@ -966,6 +960,12 @@ typedef struct log_extent {
     hsize_t T, clusters, memberships, versions, rest_clusters, rest_members;
 } log_extent;
 
+/* The extent of a log's complete frames and the offsets of the last. */
+typedef struct log_frames {
+    log_extent e;
+    int64_t fo[2], fc[2], ms[2], cs[2]; /* frame_offset, frame_cluster, member_start, cluster_start of the last */
+} log_frames;
+
 static hsize_t field_rows(int k, const log_extent *e)
 {
     if (k == F_FRAME_OFFSET || k == F_FRAME_CLUSTER) return e->T + 1;
@@ -1052,10 +1052,11 @@ static hsize_t events_up_to(hid_t events, int32_t frame)
     return keep;
 }
 
-/* Read frame t of the log (with rest version v) into the world. */
-static int restore_frame(csm_log *log, csm_sim *sim, hsize_t t, const int64_t fo[2], const int64_t fc[2],
-                         const int64_t ms[2], const int64_t cs[2], csm_error *err)
+/* Read the last complete frame of the log into the world. */
+static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_error *err)
 {
+    hsize_t t = lf->e.T - 1;
+    const int64_t *fo = lf->fo, *fc = lf->fc, *ms = lf->ms, *cs = lf->cs;
     csm_world *w = &sim->w;
     csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
@@ -1115,11 +1116,6 @@ static int restore_frame(csm_log *log, csm_sim *sim, hsize_t t, const int64_t fo
 /* The datasets of an open log and the rows its complete frames fill: the last complete frame is
    the last one /frames/time holds (it is appended last). Opens the datasets `log` uses, and with
    `all` every dataset present. */
-typedef struct log_frames {
-    log_extent e;
-    int64_t fo[2], fc[2], ms[2], cs[2]; /* frame_offset, frame_cluster, member_start, cluster_start of the last */
-} log_frames;
-
 static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
 {
     const char *path = log->path;
@@ -1186,17 +1182,15 @@ static csm_log *log_handle(const char *path, hid_t file)
     return log;
 }
 
-/* After a crash: the datasets cut back to the complete frames, so every reader sees whole frames
-   only. Gives up quietly on a log without checkpoints. */
-static void trim_after_crash(const char *path)
+static void trim_after_crash(const char *path, hid_t file)
 {
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0) return;
-    csm_log *log = log_handle(path, f);
+    csm_log *log = log_handle(path, -1);
+    if (!log) return;
+    log->file = file;
     log_frames lf;
-    if (log && measure_log(log, 1, &lf, NULL) == 0) trim_log(log, &lf);
+    if (measure_log(log, 1, &lf, NULL) == 0) trim_log(log, &lf);
+    log->file = -1; /* the caller's */
     csm_log_close(log, NULL, NULL);
-    if (!log) H5Fclose(f);
 }
 
 int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err)
@@ -1226,7 +1220,7 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
                 !same_fixed(log->file, "/rest/mass", H5T_NATIVE_DOUBLE, w->P.mass, sizeof(double) * (size_t)w->P.n)))
         rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
                       "version, or a changed mesh file?); it cannot be resumed", path);
-    if (!rc) rc = restore_frame(log, sim, lf.e.T - 1, lf.fo, lf.fc, lf.ms, lf.cs, err);
+    if (!rc) rc = restore_frame(log, sim, &lf, err);
     if (!rc) {
         rc = trim_log(log, &lf);
         log->frames = (int64_t)lf.e.T;
@@ -1251,11 +1245,8 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
         if (rc) csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
     }
     if (!rc) {
-        int32_t big = w->P.n > w->C.k + 1 ? w->P.n : w->C.k + 1;
-        if (w->C.m > big) big = w->C.m;
-        log->scratch = malloc(sizeof(double) * 9 * (size_t)big);
-        log->iscratch = malloc(sizeof(int32_t) * ((size_t)big + 1));
-        if (!log->scratch || !log->iscratch) abort();
+        log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
+        if (log->goals && !log->goal) abort();
         if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0 || H5Fstart_swmr_write(log->file) < 0)
             rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
     }
