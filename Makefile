@@ -19,8 +19,10 @@ FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/dro
 figures: $(FIGURES)
 	@echo "figures in $(OUT)/:"; ls $(OUT)/*.md $(OUT)/*.png
 
+# A build folder configured before keeps its settings (./build.sh test turns the tests on);
+# a new one is configured as ./build.sh run does, without the tests and their packages.
 build:
-	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	test -f build/CMakeCache.txt || cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 	cmake --build build -j $(JOBS)
 
 # Figures need the binary, but do not remake when only its time stamp moved.

@@ -9,16 +9,19 @@
 #                             the seeds only)
 #   ./build.sh figures        install what is missing, build, regenerate every reproduced figure
 #                             and table into out/figures/ (make figures; experiments/README.md)
+#   ./build.sh packages KIND  print the Debian packages of one path (build run figures fuzz test)
 # Environment: CSM_SANITIZE=ON builds and tests under ASan+UBSan (in build-sanitize/);
 #              CSM_JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# What each path needs. The run path builds without the tests (-DBUILD_TESTING=OFF), so it never
+# needs TEST_PKGS; RUN_PKGS include what the README's Python tour reads logs with.
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
-RUN_PKGS="hdf5-tools"
-FIGURE_PKGS="python3 python3-h5py python3-numpy python3-matplotlib python3-yaml"
+RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy"
+FIGURE_PKGS="python3-matplotlib python3-yaml"
 FUZZ_PKGS="clang libclang-rt-14-dev"
-TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3 python3-h5py python3-numpy python3-yaml paraview python3-paraview xvfb xauth"
+TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml paraview python3-paraview xvfb xauth"
 
 install_missing() {
     local missing=()
@@ -43,7 +46,7 @@ case "${1:-}" in
 run)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS
-    configure_and_build build
+    configure_and_build build -DBUILD_TESTING=OFF
     config=${2:-experiments/configs/bunny.yaml}
     if grep -q "data/meshes/" "$config"; then data/fetch_meshes.sh; fi
     ./build/csm run "$config" --force
@@ -54,10 +57,10 @@ test)
     data/fetch_meshes.sh
     if [ "${CSM_SANITIZE:-OFF}" = "ON" ]; then
         dir=build-sanitize
-        configure_and_build "$dir" -DCSM_WERROR=ON -DCSM_SANITIZE=ON
+        configure_and_build "$dir" -DCSM_WERROR=ON -DCSM_SANITIZE=ON -DBUILD_TESTING=ON
     else
         dir=build
-        configure_and_build "$dir" -DCSM_WERROR=ON
+        configure_and_build "$dir" -DCSM_WERROR=ON -DBUILD_TESTING=ON
     fi
     ctest --test-dir "$dir" --output-on-failure -j "${CSM_JOBS:-$(nproc)}"
     ;;
@@ -83,11 +86,21 @@ fuzz)
 figures)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS $FIGURE_PKGS
-    configure_and_build build
+    configure_and_build build -DBUILD_TESTING=OFF
     make figures
     ;;
+packages)
+    case "${2:-}" in
+    build) echo $BUILD_PKGS ;;
+    run) echo $RUN_PKGS ;;
+    figures) echo $FIGURE_PKGS ;;
+    fuzz) echo $FUZZ_PKGS ;;
+    test) echo $TEST_PKGS ;;
+    *) echo "usage: ./build.sh packages build|run|figures|fuzz|test" >&2; exit 2 ;;
+    esac
+    ;;
 *)
-    echo "usage: ./build.sh run [CONFIG] | test | fuzz [SECONDS] | figures" >&2
+    echo "usage: ./build.sh run [CONFIG] | test | fuzz [SECONDS] | figures | packages KIND" >&2
     exit 2
     ;;
 esac
