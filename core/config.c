@@ -121,6 +121,11 @@ const csm_param_spec csm_solver_common_params[] = {
      "goal deformation (Müller 2005): rigid R, linear beta A + (1 - beta) R, quadratic 9-term fit", "rigid|linear|quadratic",
      {0}, NULL, 0},
     {"beta", CSM_REAL, 0, 0, 1, "how much of the linear / quadratic fit the goals keep (0: rigid)", NULL, {0}, NULL, 0},
+    {"conserve", CSM_ENUM, 2, 0, 2,
+     "what each cluster's goal corrections keep: none (the papers' goals; the strain clamp and polar_f push the "
+     "body), linear (their mass-weighted mean removed: momentum), angular (also their rigid rotation about the "
+     "start of the step: angular momentum)",
+     "none|linear|angular", {0}, NULL, 0},
     CSM_PARAM_END,
 };
 
@@ -1354,7 +1359,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     }
     {
         csm_node *rot = map_get(solver, "rotation");
-        static const char *const common[] = {"rotation", "svd", "mode", "beta", NULL};
+        static const char *const common[] = {"rotation", "svd", "mode", "beta", "conserve", NULL};
         if (parse_plugin_section(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))
             goto fail;
@@ -1373,9 +1378,9 @@ static int load(const char *path, const char *text, const char *const *overrides
             d->key = dupstr("rotation", 8);
             node_append(solver, d);
         }
-        /* svd, mode, beta: plain values, filled in with their defaults when absent */
-        csm_value cv[3] = {{0}};
-        for (int k = 0; k < 3; k++) {
+        /* svd, mode, beta, conserve: plain values, filled in with their defaults when absent */
+        csm_value cv[4] = {{0}};
+        for (int k = 0; k < 4; k++) {
             const csm_param_spec *spec = &csm_solver_common_params[1 + k];
             csm_node *n = map_get(solver, spec->key);
             char path[64];
@@ -1392,6 +1397,7 @@ static int load(const char *path, const char *text, const char *const *overrides
         cfg->svd = (int)cv[0].num;
         cfg->mode = (int)cv[1].num;
         cfg->beta = cv[2].num;
+        cfg->conserve = (int)cv[3].num;
     }
 
     if (parse_plugin_section(section_node(root, "plasticity", CSM_NODE_MAP), "plasticity",

@@ -27,6 +27,8 @@ enum { CSM_SHAPE_BOX, CSM_SHAPE_SPHERE, CSM_SHAPE_CYLINDER, CSM_SHAPE_TORUS, CSM
 enum { CSM_SAMPLING_GRID, CSM_SAMPLING_POISSON };
 enum { CSM_SVD_FAST, CSM_SVD_LAPACKE };
 enum { CSM_MODE_RIGID, CSM_MODE_LINEAR, CSM_MODE_QUADRATIC };
+/* solver.conserve: what each cluster's goal corrections keep (csm_goal_pass in kernel.h). */
+enum { CSM_CONSERVE_NONE, CSM_CONSERVE_LINEAR, CSM_CONSERVE_ANGULAR };
 
 typedef struct csm_object_cfg {
     int line;
@@ -63,6 +65,7 @@ typedef struct csm_config {
     int svd;                  /* CSM_SVD_* */
     int mode;                 /* CSM_MODE_* (solver.mode) */
     double beta;              /* solver.beta */
+    int conserve;             /* CSM_CONSERVE_* (solver.conserve) */
     csm_plugin_cfg *forces, *colliders;
     int nforces, ncolliders;
     char *output_path;
@@ -90,7 +93,8 @@ const csm_plugin_head *csm_config_shape_kinds(int *count);
 const csm_plugin_head *csm_config_sampling_kinds(int *count);
 const csm_plugin_head *csm_config_sections(int *count);
 
-/* Registered `solver` keys that are not integrator parameters (rotation, svd, mode, beta). */
+/* Registered `solver` keys that are not integrator parameters (rotation, svd, mode, beta,
+   conserve). */
 extern const csm_param_spec csm_solver_common_params[];
 
 /* Format a parameter's default for listings ("0.5", "[0, -9.81, 0]", "rigid"). */

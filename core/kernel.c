@@ -1,5 +1,6 @@
 #include "kernel.h"
 
+#include "config.h"
 #include "csm_math.h"
 
 #include <math.h>
@@ -276,6 +277,214 @@ void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
         }
         gather_goals(w, x, out);
     }
+}
+
+/* ---- conserving corrections and per-cluster gains (csm_goal_pass) ---- */
+
+void csm_conserve_frames(csm_world *w, const double *x, double *frame)
+{
+    const csm_clusters *C = &w->C;
+    int32_t k = C->k;
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < k; c++) {
+        double *fr = &frame[12 * c];
+        int32_t lo = C->offset[c], hi = C->offset[c + 1];
+        double M = C->mass[c];
+        memset(fr, 0, 12 * sizeof *fr);
+        if (lo == hi || !(M > 0)) continue;
+        /* about the first member, as in csm_cluster_moments, so nothing cancels far from the
+           origin: S = sum w m (x - xbar)(x - xbar)^T = sum w m d d^T - M e e^T, e = xbar - ref */
+        const double *ref = &x[3 * C->member[lo]];
+        double s[3] = {0, 0, 0}, S[6] = {0, 0, 0, 0, 0, 0};
+        for (int32_t j = lo; j < hi; j++) {
+            const double *xi = &x[3 * C->member[j]];
+            double wm = C->wmass[j], d0 = xi[0] - ref[0], d1 = xi[1] - ref[1], d2 = xi[2] - ref[2];
+            s[0] += wm * d0;
+            s[1] += wm * d1;
+            s[2] += wm * d2;
+            S[0] += wm * d0 * d0;
+            S[1] += wm * d1 * d1;
+            S[2] += wm * d2 * d2;
+            S[3] += wm * d0 * d1;
+            S[4] += wm * d1 * d2;
+            S[5] += wm * d2 * d0;
+        }
+        double e[3] = {s[0] / M, s[1] / M, s[2] / M};
+        for (int a = 0; a < 3; a++) fr[a] = ref[a] + e[a];
+        double xx = S[0] - M * e[0] * e[0], yy = S[1] - M * e[1] * e[1], zz = S[2] - M * e[2] * e[2];
+        double xy = S[3] - M * e[0] * e[1], yz = S[4] - M * e[1] * e[2], zx = S[5] - M * e[2] * e[0];
+        double I[9] = {yy + zz, -xy, -zx, -xy, xx + zz, -yz, -zx, -yz, xx + yy};
+        /* a collinear cluster has a singular inertia (no torque about its line arises from
+           corrections either), a single particle none at all */
+        double tr = I[0] + I[4] + I[8], det = csm_m3_det(I), mean = tr / 3;
+        if (!(det > 1e-9 * mean * mean * mean) || csm_m3_inverse(I, &fr[3]) == 0.0) csm_pinv_sym3(I, 1e-12, &fr[3]);
+    }
+}
+
+/* The goal of membership j pulled towards x_i by the strain clamp (Bargteil-Jones Algorithm 2
+   line 10), as cluster_goals writes it. */
+static inline void clamped_goal(const csm_clusters *C, int32_t j, const double *xi, double limit, int clamp,
+                                double g[3])
+{
+    csm_membership_goal(C, j, g);
+    if (!clamp) return;
+    double d0 = xi[0] - g[0], d1 = xi[1] - g[1], d2 = xi[2] - g[2];
+    double len2 = d0 * d0 + d1 * d1 + d2 * d2;
+    double f = len2 <= limit * limit ? 1.0 : limit / sqrt(len2);
+    g[0] += f * d0;
+    g[1] += f * d1;
+    g[2] += f * d2;
+}
+
+/* Cluster c's share of every member's out_i (csm_goal_pass): pass one writes the corrections
+   c_ic = g_ic - x_i and sums what the projection removes, pass two removes it and weighs. */
+static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, const csm_goal_pass *pass, int project)
+{
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const int32_t *member = C->member;
+    double *out = C->wgoal, M = C->mass[c], gain = pass->gain ? pass->gain[c] : 1.0;
+    double limit = pass->gamma * C->width[c];
+    int clamp = pass->gamma > 0, angular = project && pass->conserve == CSM_CONSERVE_ANGULAR;
+    const double *fr = angular ? &pass->frame[12 * c] : NULL;
+    double s[3] = {0, 0, 0}, t[3] = {0, 0, 0}, sr[3] = {0, 0, 0};
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * member[j]];
+        double g[3], cc[3];
+        clamped_goal(C, j, xi, limit, clamp, g);
+        for (int a = 0; a < 3; a++) cc[a] = g[a] - xi[a];
+        if (!project) {
+            double wgt = C->weight[j];
+            for (int a = 0; a < 3; a++) out[3 * j + a] = wgt * (xi[a] + gain * cc[a]);
+            continue;
+        }
+        double wm = C->wmass[j];
+        for (int a = 0; a < 3; a++) {
+            out[3 * j + a] = cc[a];
+            s[a] += wm * cc[a];
+        }
+        if (angular) {
+            const double *xr = &pass->x_ref[3 * member[j]];
+            double r[3] = {xr[0] - fr[0], xr[1] - fr[1], xr[2] - fr[2]}, rc[3];
+            csm_v3_cross(r, cc, rc);
+            for (int a = 0; a < 3; a++) {
+                t[a] += wm * rc[a];
+                sr[a] += wm * r[a];
+            }
+        }
+    }
+    if (!project) return;
+    double mean[3] = {0, 0, 0}, omega[3] = {0, 0, 0};
+    if (M > 0)
+        for (int a = 0; a < 3; a++) mean[a] = s[a] / M;
+    if (angular) {
+        /* the torque of the corrections once their mean is gone: t - (sum w m r) x mean */
+        double srm[3];
+        csm_v3_cross(sr, mean, srm);
+        for (int a = 0; a < 3; a++) t[a] -= srm[a];
+        csm_m3_mul_v3(&fr[3], t, omega);
+    }
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * member[j]];
+        double *cc = &out[3 * j], wgt = C->weight[j], rot[3] = {0, 0, 0};
+        if (angular) {
+            const double *xr = &pass->x_ref[3 * member[j]];
+            double r[3] = {xr[0] - fr[0], xr[1] - fr[1], xr[2] - fr[2]};
+            csm_v3_cross(omega, r, rot);
+        }
+        for (int a = 0; a < 3; a++) cc[a] = wgt * (xi[a] + gain * (cc[a] - mean[a] - rot[a]));
+    }
+}
+
+int csm_goal_pass_conserve(const csm_world *w, const csm_goal_pass *pass, const double *x)
+{
+    /* Unclamped goals keep their cluster's centre of mass (sum w m p = 0, and the quadratic terms
+       are centred), so LINEAR has nothing to remove from them, and a Procrustes rotation's rigid
+       goals exert no torque about the positions they were fitted at. */
+    int conserve = pass->conserve;
+    if (pass->gamma == 0 && (conserve == CSM_CONSERVE_LINEAR ||
+                             (conserve == CSM_CONSERVE_ANGULAR && w->rotation->torque_free &&
+                              w->mode == CSM_MODE_RIGID && pass->x_ref == x)))
+        return CSM_CONSERVE_NONE;
+    return conserve;
+}
+
+void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass, double *out)
+{
+    int conserve = csm_goal_pass_conserve(w, pass, x);
+    if (conserve == CSM_CONSERVE_NONE && !pass->gain) {
+        csm_fit_goals_all(w, x, pass->gamma, out);
+        return;
+    }
+    quadratic_ready(w);
+    csm_clusters *C = &w->C;
+    int32_t k = C->k;
+    int project = conserve != CSM_CONSERVE_NONE;
+    csm_goal_pass p = *pass;
+    p.conserve = conserve;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int32_t c = 0; c < k; c++) {
+            csm_cluster_fit(w, C, x, c);
+            cluster_corrections(C, x, c, &p, project);
+        }
+        gather_goals(w, x, out);
+    }
+}
+
+/* Material stiffness (solver.modulus). A cluster's shape-matching springs store
+       E_c = 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2
+   (the force k_c w_ic m_i (g_ic - x_i) of Algorithm 1 line 2 with alpha_c = h^2 k_c is minus
+   its gradient at fixed goals, and the fit makes the goals stationary). Under a uniform
+   deformation x_i - xbar = F p_ic with F = F^e F^p, the goals are g_ic = R F^p p_ic + xbar, so
+   with D = F^e - R and B = F^p A_rr F^pT (A_rr = sum w m p p^T, the plastic rest shape's moment)
+       E_c = 1/2 k_c tr(D B D^T).
+   A material of shear modulus mu stores mu V_c |D|_F^2 in the cluster's share of the body,
+   V_c = m_c / rho (the weights split every particle's volume among its clusters as they split
+   its mass, so sum_c V_c is the body's volume). The two agree for every D only when B is
+   isotropic, B = (tr B / 3) 1; then k_c = 2 mu V_c / (tr B / 3) = 6 mu m_c / (rho tr B), which for
+   F^p = 1 is 6 mu V_c / (m_c r_g^2) with r_g the cluster's mass-weighted radius of gyration.
+   An anisotropic cluster (flat, elongated, or cut by the body's surface) cannot match every D
+   with one scalar k_c; it gets the same formula, which matches the energy averaged over the
+   orientations of D (E[tr(D B D^T)] = tr B E[|D|^2] / 3 for isotropically distributed D). It
+   is then stiffer than the material, by lambda_max(B) / (tr B / 3), when stretched along its
+   long axis and softer across it; refining clusters inside a body makes them isotropic, so the
+   error stays with the clusters the surface cuts. */
+double csm_modulus_stiffness(const csm_world *w, double mu, int32_t c)
+{
+    const csm_clusters *C = &w->C;
+    int32_t lo = C->offset[c];
+    double M = C->mass[c];
+    if (lo == C->offset[c + 1] || !(M > 0)) return 0.0;
+    double rho = w->object_density[w->P.object[C->member[lo]]];
+    /* A_rr from its stored pseudo-inverse: the exact inverse when A_rr has full rank, and A_rr
+       without its dropped near-zero directions otherwise */
+    double A[9], B[9], FA[9];
+    const double *Ainv = &C->A_rr_inv[9 * c], *Fp = &C->Fp[9 * c];
+    if (C->rank[c] < 3 || csm_m3_inverse(Ainv, A) == 0.0) csm_pinv_sym3(Ainv, 1e-12, A);
+    csm_m3_mul(Fp, A, FA);
+    csm_m3_mul_bt(FA, Fp, B);
+    double trB = B[0] + B[4] + B[8];
+    if (!(trB > 0) || !(rho > 0)) return 0.0;
+    return 6.0 * mu * M / (rho * trB);
+}
+
+void csm_modulus_gains(const csm_world *w, double mu, double h, double *gain, csm_gain_stats *stats)
+{
+    int32_t k = w->C.k;
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < k; c++) gain[c] = h * h * csm_modulus_stiffness(w, mu, c);
+    csm_gain_stats st = {k ? INFINITY : 0, 0, 0, 0};
+    for (int32_t c = 0; c < k; c++) {
+        if (gain[c] > 1.0) {
+            gain[c] = 1.0;
+            st.clamped++;
+        }
+        st.min = fmin(st.min, gain[c]);
+        st.max = fmax(st.max, gain[c]);
+        st.mean += gain[c] / k;
+    }
+    *stats = st;
 }
 
 /* Rigid velocity of cluster c: v_cm and omega = I^-1 L about the cluster's centre of mass. */

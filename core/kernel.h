@@ -26,6 +26,47 @@ void csm_goals_all(csm_world *w, const double *x, double gamma, double *out);
    still in cache for their goals): one goal pass of an integrator. */
 void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out);
 
+/* A goal pass with per-cluster gains and momentum-conserving corrections. Each membership's
+   correction c_ic = g_ic - x_i (after the strain clamp) is
+     - with conserve LINEAR or ANGULAR, stripped of its cluster's mass-weighted mean, so the
+       corrections of a cluster sum to zero (Newton's third law, which the clamp of Bargteil-Jones
+       Algorithm 2 line 10 breaks: clamped goals no longer share their cluster's centre of mass);
+     - with ANGULAR, also stripped of its rigid rotation omega x r, r_i = x_ref,i - xbar_ref the
+       member's offset at the start of the step and I omega = sum w m r x c, so the corrections
+       exert no torque about the cluster's centre (which polar_f's goals do whenever A_rr is not
+       isotropic, Falkenstein Sec 3.1). Taking the rotation about the positions at the start of
+       the step makes the step keep angular momentum exactly: a position change dx_i of the
+       Jacobi loop changes L = sum m x(t+h) x v(t+h) by sum m x(t) x dx / h, and a velocity
+       change of the spring stage by sum m x(t) x dv.
+   and the pass writes out_i = x_i + sum_c w_ic gain_c c'_ic. With gain NULL (all 1) that is
+   sum_c w_ic (x_i + c'_ic), the goal the corrected g_ic give. */
+typedef struct csm_goal_pass {
+    double gamma;        /* strain limit (Bargteil-Jones Eq 4); 0: none */
+    const double *gain;  /* [k] each cluster's share alpha_c of its correction; NULL: 1 */
+    int conserve;        /* CSM_CONSERVE_* */
+    const double *x_ref; /* [3n] positions at the start of the step (ANGULAR only) */
+    const double *frame; /* [12k] csm_conserve_frames of x_ref (ANGULAR only) */
+} csm_goal_pass;
+
+/* The conserve setting a pass really needs (CSM_CONSERVE_NONE where the projection would remove
+   nothing, see csm_fit_goals_pass), so a caller knows whether it must prepare frames. */
+int csm_goal_pass_conserve(const csm_world *w, const csm_goal_pass *pass, const double *x);
+/* Per cluster, the rigid frame the angular projection uses: centre of mass xbar (3) and the
+   pseudo-inverse of the inertia tensor I = sum w m (|r|^2 1 - r r^T), r = x - xbar (9), at
+   positions x, into frame[12k]. */
+void csm_conserve_frames(csm_world *w, const double *x, double *frame);
+/* Fit every cluster at x and write out_i as csm_goal_pass says (in parallel, the same bits for
+   any thread count). With conserve NONE and gain NULL it is csm_fit_goals_all bit for bit. */
+void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass, double *out);
+
+/* Spring stiffness per unit mass (1/s^2) that gives cluster c the elastic energy of a material
+   of shear modulus mu (Pa); see kernel.c for the derivation. 0 for a cluster with no mass or no
+   extent (nothing in it can deform). */
+double csm_modulus_stiffness(const csm_world *w, double mu, int32_t c);
+/* gain[c] = min(1, h^2 k_c) for every cluster, with their min / mean / max and the number that
+   were clamped to 1 (the step h is too coarse for the modulus). */
+void csm_modulus_gains(const csm_world *w, double mu, double h, double *gain, csm_gain_stats *stats);
+
 /* Goal of membership j (particle member[j] in cluster mcluster[j]) from the last fit. */
 static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double g[3])
 {

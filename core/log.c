@@ -38,7 +38,7 @@ enum {
     F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
     F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
-    F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED,
+    F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED,
     F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
     F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD,
     F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
@@ -89,6 +89,12 @@ static const field_spec fields[F_NFIELDS] = {
                    "clusters whose F^p flowed since the previous logged frame (Falkenstein Eq 11-12)", 0, OPT_NONE},
     [F_PLASTIC_SKIPPED] = {"/diagnostics/plastic_skipped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
                            "plastic updates skipped since the previous logged frame on a collapsed or inverted F^e (cluster-steps)", 0, OPT_NONE},
+    [F_GAIN] = {"/diagnostics/alpha_c", T_F64, SHAPE_COLS, ROWS_ONE, "1",
+                "min, mean and max over clusters of the spring gain alpha_c = h^2 k_c of the frame's last step "
+                "(solver.alpha, or from solver.modulus; 0 without springs)", 3, OPT_NONE},
+    [F_GAIN_CLAMPED] = {"/diagnostics/alpha_clamped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
+                        "clusters whose gain from solver.modulus exceeded 1 and was clamped to 1 in the frame's last "
+                        "step (the step is too coarse for the modulus)", 0, OPT_NONE},
     [F_T_DYNAMICS] = {"/timings/dynamics", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "forces, integrator and colliders per frame", 0, OPT_NONE},
     [F_T_PLASTICITY] = {"/timings/plasticity", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "plasticity per frame", 0, OPT_NONE},
     [F_T_RECLUSTERING] = {"/timings/reclustering", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "reclustering per frame (embedding included)", 0, OPT_NONE},
@@ -645,6 +651,8 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     static const char *const modes[] = {"rigid", "linear", "quadratic"};
     rc |= attr_string(f, "solver.mode", modes[cfg->mode]);
     rc |= attr_double(f, "solver.beta", &cfg->beta, 1);
+    static const char *const conserve[] = {"none", "linear", "angular"};
+    rc |= attr_string(f, "solver.conserve", conserve[cfg->conserve]);
     rc |= attr_string(f, "clustering", cfg->clustering.plugin->name);
     rc |= attr_string(f, "plasticity", cfg->plasticity.plugin->name);
     rc |= attr_string(f, "reclusterer", cfg->recluster.plugin->name);
@@ -807,6 +815,9 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= APPEND1(F_MAX_COND_FP, d->max_cond_Fp);
     rc |= append_rows(log->ds[F_YIELDED], T_I32, 1, &w->yielded);
     rc |= append_rows(log->ds[F_PLASTIC_SKIPPED], T_I32, 1, &w->plastic_skipped);
+    double gain[3] = {w->gains.min, w->gains.mean, w->gains.max};
+    rc |= append_rows(log->ds[F_GAIN], T_F64, 1, gain);
+    rc |= append_rows(log->ds[F_GAIN_CLAMPED], T_I32, 1, &w->gains.clamped);
     rc |= APPEND1(F_T_DYNAMICS, t->dynamics);
     rc |= APPEND1(F_T_PLASTICITY, t->plasticity);
     rc |= APPEND1(F_T_RECLUSTERING, t->reclustering);

@@ -12,7 +12,7 @@
 #include "svd3.h"
 
 /* Bumped whenever a plugin struct or csm_world changes layout. */
-#define CSM_PLUGIN_ABI 2
+#define CSM_PLUGIN_ABI 3
 
 typedef enum csm_type {
     CSM_REAL,   /* finite double in [min, max] */
@@ -114,6 +114,10 @@ typedef struct csm_polar_ctx {
 typedef struct csm_rotation {
     CSM_PLUGIN_HEAD;
     void (*extract)(const csm_polar_ctx *polar, const double Apq[9], const double Fe[9], double R[9]);
+    /* 1 when the rigid goals R F^p p + x-bar exert no net torque about x-bar at the fitted
+       positions (a Procrustes rotation: A_pq R^T symmetric), so the angular projection of
+       unclamped spring goals is a no-op the kernel may skip; 0 (the default): project. */
+    int torque_free;
 } csm_rotation;
 
 /* Builds initial clusters over particles [first, first + count) of one object. */

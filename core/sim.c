@@ -80,6 +80,7 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->svd = cfg->svd == CSM_SVD_LAPACKE ? csm_svd3_lapacke : csm_svd3_fast;
     w->mode = cfg->mode;
     w->beta = cfg->beta;
+    w->conserve = cfg->conserve;
 
     /* Sample every object first to know n. */
     double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
@@ -87,7 +88,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     double *volumes = calloc((size_t)cfg->nobjects, sizeof *volumes);
     w->object_first = calloc((size_t)cfg->nobjects + 1, sizeof *w->object_first);
     w->object_spacing = calloc((size_t)cfg->nobjects, sizeof *w->object_spacing);
-    if (!pts || !counts || !volumes || !w->object_first || !w->object_spacing) abort();
+    w->object_density = calloc((size_t)cfg->nobjects, sizeof *w->object_density);
+    if (!pts || !counts || !volumes || !w->object_first || !w->object_spacing || !w->object_density) abort();
     int rc = 0;
     int64_t n = 0;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
@@ -105,8 +107,20 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     if (!rc && n > INT32_MAX / 4) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "too many particles (%lld)", (long long)n);
     if (!rc && csm_particles_alloc(&w->P, (int32_t)n)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %lld particles", (long long)n);
     w->nobjects = cfg->nobjects;
-    for (int k = 0; k < cfg->nobjects && !rc; k++)
+    for (int k = 0; k < cfg->nobjects && !rc; k++) {
         place_object(&cfg->objects[k], pts[k], counts[k], volumes[k], &w->P, w->object_first[k], k);
+        double total = 0;
+        for (int32_t i = w->object_first[k]; i < w->object_first[k + 1]; i++) total += w->P.mass[i];
+        w->object_density[k] = volumes[k] > 0 ? total / volumes[k] : 0.0;
+        /* a material modulus sets each cluster's stiffness from its volume m_c / rho */
+        if (w->object_density[k] == 0.0 && csm_cfg_num(&cfg->integrator, "modulus") > 0) {
+            char where[512];
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
+                          "%s: objects[%d]: solver.modulus needs the object's density, and a points shape "
+                          "encloses no volume (use solver.alpha)",
+                          csm_cfg_where(cfg->file, cfg->objects[k].line, where, sizeof where), k);
+        }
+    }
     for (int k = 0; k < cfg->nobjects; k++) free(pts[k]);
     free(pts);
     free(counts);
@@ -183,6 +197,7 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->w.events);
     free(sim->w.object_first);
     free(sim->w.object_spacing);
+    free(sim->w.object_density);
     memset(sim, 0, sizeof *sim);
 }
 

@@ -27,6 +27,13 @@ typedef struct csm_recluster_event {
     double linear_energy;         /* Eq 21 sum of the linear embedding of the same set, when compared; else NaN */
 } csm_recluster_event;
 
+/* The spring gains alpha_c an integrator used in its last step: min, mean and max over clusters,
+   and how many a material modulus asked above 1 (clamped to 1: the step is too coarse). */
+typedef struct csm_gain_stats {
+    double min, mean, max;
+    int32_t clamped;
+} csm_gain_stats;
+
 typedef struct csm_world {
     csm_particles P;
     csm_clusters C;
@@ -39,11 +46,14 @@ typedef struct csm_world {
     csm_svd3_fn svd;
     int mode;                    /* CSM_MODE_*: goal deformation (Müller 2005 Sec 4) */
     double beta;                 /* share of the linear / quadratic fit in the goals */
+    int conserve;                /* CSM_CONSERVE_*: what the goal corrections keep (csm_goal_pass) */
+    double *object_density;      /* [nobjects] mass / volume (0 for a points shape, which has no volume) */
     int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
     double gravity[3];           /* sum of gravity forces, for diagnostics */
     double embedding_seconds;    /* reclusterers add their embedding time here */
     int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
     int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
+    csm_gain_stats gains;        /* the spring gains alpha_c of the last step (integrators with alpha) */
     int32_t frame;               /* the frame being computed (frames completed + 1) */
     csm_recluster_event *events; /* reclustering events since the last logged frame */
     int32_t nevents;

@@ -97,6 +97,41 @@ static void print_plasticity(hid_t f)
     free(skipped);
 }
 
+/* The spring gains: the modulus and conserve setting, the range of alpha_c over the run (frame
+   0 is before any step) and the most clusters clamped to 1 in a frame. */
+static void print_stiffness(hid_t f)
+{
+    double *gain = NULL;
+    int32_t *clamped = NULL;
+    int64_t T3 = read_1d(f, "/diagnostics/alpha_c", H5T_NATIVE_DOUBLE, (void **)&gain);
+    int64_t T = read_1d(f, "/diagnostics/alpha_clamped", H5T_NATIVE_INT32, (void **)&clamped);
+    char conserve[64] = "";
+    csm_log_string_attr(f, "solver.conserve", conserve, sizeof conserve);
+    if (T > 1 && T3 == 3 * T) {
+        double lo = gain[3], hi = gain[5];
+        int32_t most = 0;
+        for (int64_t t = 1; t < T; t++) {
+            lo = gain[3 * t] < lo ? gain[3 * t] : lo;
+            hi = gain[3 * t + 2] > hi ? gain[3 * t + 2] : hi;
+            most = clamped[t] > most ? clamped[t] : most;
+        }
+        double mu = 0;
+        if (H5Aexists(f, "solver.modulus") > 0) {
+            hid_t a = H5Aopen(f, "solver.modulus", H5P_DEFAULT);
+            H5Aread(a, H5T_NATIVE_DOUBLE, &mu);
+            H5Aclose(a);
+        }
+        if (mu > 0)
+            printf("  %-14s modulus %g Pa: alpha_c %.4g .. %.4g; up to %d clusters clamped to 1 per frame%s\n",
+                   "stiffness", mu, lo, hi, most, most ? " (the step is too coarse for the modulus)" : "");
+        else
+            printf("  %-14s alpha %.4g (solver.modulus 0: the same gain for every cluster)\n", "stiffness", hi);
+    }
+    if (conserve[0]) printf("  %-14s %s\n", "conserve", conserve);
+    free(gain);
+    free(clamped);
+}
+
 int csm_cmd_info(int argc, char **argv)
 {
     if (argc != 2) {
@@ -136,6 +171,7 @@ int csm_cmd_info(int argc, char **argv)
     printf("  %-14s %lld (frame 0 is the initial state)", "frames", (long long)T);
     if (T > 0) printf(", t = %g .. %g s", time[0], time[T - 1]);
     printf("\n");
+    print_stiffness(f);
     int64_t Tc = read_1d(f, "/clusters/count", H5T_NATIVE_INT32, (void **)&count);
     if (Tc > 0) {
         int32_t k = count[Tc - 1];

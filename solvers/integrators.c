@@ -1,7 +1,7 @@
 /* The three integrators, one step (Bargteil-Jones 2014 Algorithm 1) with three parameter tables:
 
-     1  g = goals(0)                                        (skipped when alpha = 0)
-     2  v* = v + alpha (g - x) / h + h f / m
+     1  g = goals(0)                                        (skipped when no cluster has a gain)
+     2  v* = v + (g - x) alpha / h + h f / m
         v* += damping towards each cluster's rigid motion    (Müller et al. 2007, Sec 3.5)
      3  x^0 = x + h v*
      4  for j < iterations:                                  (Jacobi)
@@ -14,6 +14,13 @@
    nothing (iterations = 0, or omega = 0 where every x^(j+1) is x^j) it leaves v* unchanged bit
    for bit. So `strain_limited` with iterations 0 or omega 0 is `shape_matching` step for step
    (Bargteil-Jones Sec 3), and with alpha = 0 and gamma = 0 it is `pbd`.
+
+   The gain of line 2 is alpha = h^2 k / m for every cluster (Bargteil-Jones Sec 2, Müller
+   2005), or, with `modulus` set, each cluster's own alpha_c = min(1, h^2 k_c) with k_c the
+   stiffness that stores the energy of a material of that shear modulus (csm_modulus_stiffness):
+   then line 2 reads v* = v + sum_c alpha_c w_ic (g_ic - x) / h, and the answer no longer depends
+   on the cluster size or the step. solver.conserve (csm_goal_pass) makes the corrections of
+   lines 2 and 5 keep momentum and angular momentum; `none` is the papers' algorithm.
 
    Algorithm 1 writes `for j = 0 to iters`; the loop here runs `iterations` times, so that 0
    means no projection at all, as Sec 3 requires. Pinned particles (inverse mass 0) never move. */
@@ -35,8 +42,15 @@
     {"omega", CSM_REAL, 1, 0, 2, "relaxation of each Jacobi projection (1: onto the goals; above 1: over-relaxed)", NULL, \
      {0}, NULL, 0}
 
+#define MODULUS_PARAM                                                                              \
+    {"modulus", CSM_REAL, 0, 0, 1e15,                                                              \
+     "shear modulus mu (Pa) of the material: each cluster's gain alpha_c = min(1, h^2 k_c) stores "  \
+     "mu V_c |F - R|^2 under a uniform F whatever the cluster size and step (0: every cluster uses alpha)", \
+     NULL, {0}, NULL, 0}
+
 static const csm_param_spec shape_matching_params[] = {
     ALPHA_PARAM,
+    MODULUS_PARAM,
     DAMPING_PARAM,
     CSM_PARAM_END,
 };
@@ -50,6 +64,7 @@ static const csm_param_spec pbd_params[] = {
 
 static const csm_param_spec strain_limited_params[] = {
     ALPHA_PARAM,
+    MODULUS_PARAM,
     {"gamma", CSM_REAL, 0.2, 0, 1e6,
      "strain limit: allowed |x_i - g_ic| / width_c before a projection pulls back (Bargteil-Jones Eq 4; 0: equality)",
      NULL, {0}, NULL, 0},
@@ -60,11 +75,13 @@ static const csm_param_spec strain_limited_params[] = {
 };
 
 typedef struct cluster_step {
-    double alpha, gamma, omega, damping;
+    double alpha, gamma, omega, damping, modulus;
     int iterations;
     double *x0;      /* [3n] the prediction x^0 */
     double *scratch; /* [9k] cluster rigid velocities, for damping */
-    int32_t n, k;    /* sizes the buffers hold; they grow only after reclustering */
+    double *gain;    /* [k] alpha_c, with a modulus */
+    double *frame;   /* [12k] rigid frames at the start of the step, for conserve: angular */
+    int32_t n, k_scratch, k_gain, k_frame; /* sizes the buffers hold; they grow only after reclustering */
 } cluster_step;
 
 static int step_create(const csm_plugin_cfg *cfg, void **state, csm_error *err)
@@ -84,6 +101,7 @@ static int step_create(const csm_plugin_cfg *cfg, void **state, csm_error *err)
         else if (strcmp(spec[k].key, "omega") == 0) s->omega = v;
         else if (strcmp(spec[k].key, "iterations") == 0) s->iterations = (int)v;
         else if (strcmp(spec[k].key, "damping") == 0) s->damping = v;
+        else if (strcmp(spec[k].key, "modulus") == 0) s->modulus = v;
     }
     *state = s;
     return 0;
@@ -95,14 +113,19 @@ static void step_destroy(void *state)
     if (s) {
         free(s->x0);
         free(s->scratch);
+        free(s->gain);
+        free(s->frame);
     }
     free(s);
 }
 
-static int grow(double **buf, size_t count, csm_error *err)
+/* Room for `want` items of `per` doubles in *buf, which holds *have. */
+static int grow(double **buf, int32_t *have, int32_t want, size_t per, csm_error *err)
 {
+    if (*have >= want) return 0;
     free(*buf);
-    *buf = malloc(sizeof(double) * (count ? count : 1));
+    *buf = malloc(sizeof(double) * per * (size_t)(want ? want : 1));
+    *have = *buf ? want : 0;
     return *buf ? 0 : csm_fail(err, CSM_EXIT_FAILURE, "out of memory for integrator buffers");
 }
 
@@ -110,29 +133,43 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
 {
     cluster_step *s = state;
     csm_particles *P = &w->P;
-    int32_t n = P->n;
-    if (s->n < n && s->iterations > 0) {
-        if (grow(&s->x0, 3 * (size_t)n, err)) return -1;
-        s->n = n;
-    }
-    if (s->k < w->C.k && s->damping > 0) {
-        if (grow(&s->scratch, 9 * (size_t)w->C.k, err)) return -1;
-        s->k = w->C.k;
-    }
+    int32_t n = P->n, k = w->C.k;
+    int project = s->iterations > 0 && s->omega != 0.0;
+    if ((project && grow(&s->x0, &s->n, n, 3, err)) || (s->damping > 0 && grow(&s->scratch, &s->k_scratch, k, 9, err)) ||
+        (s->modulus > 0 && grow(&s->gain, &s->k_gain, k, 1, err)))
+        return -1;
     double *x = P->x, *v = P->v, *g = P->goal;
 
-    /* Lines 1-2: spring velocities towards the plain goals, external forces. */
-    if (s->alpha > 0) {
-        csm_fit_goals_all(w, x, 0.0, g);
-    }
+    /* The gains of line 2: alpha, or alpha_c from the modulus. */
+    int spring = s->alpha > 0;
     double a = s->alpha / h;
+    if (s->modulus > 0) {
+        csm_modulus_gains(w, s->modulus, h, s->gain, &w->gains);
+        spring = w->gains.max > 0;
+        a = 1.0 / h; /* the gains are in the goals: g - x = sum_c alpha_c w_ic (g_ic - x) */
+    } else {
+        w->gains = (csm_gain_stats){s->alpha, s->alpha, s->alpha, 0};
+    }
+    csm_goal_pass sp = {0.0, s->modulus > 0 ? s->gain : NULL, w->conserve, x, s->frame};
+    csm_goal_pass jp = {s->gamma, NULL, w->conserve, P->x_prev, s->frame};
+    if ((spring && csm_goal_pass_conserve(w, &sp, x) == CSM_CONSERVE_ANGULAR) ||
+        (project && csm_goal_pass_conserve(w, &jp, x) == CSM_CONSERVE_ANGULAR)) {
+        /* rotations are removed about x(t): the step then keeps angular momentum exactly */
+        if (grow(&s->frame, &s->k_frame, k, 12, err)) return -1;
+        sp.frame = jp.frame = s->frame;
+        csm_conserve_frames(w, x, s->frame);
+        if (project) memcpy(P->x_prev, x, sizeof(double) * 3 * (size_t)n);
+    }
+
+    /* Lines 1-2: spring velocities towards the plain goals, external forces. */
+    if (spring) csm_fit_goals_pass(w, x, &sp, g);
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < n; i++) {
         double im = P->inv_mass[i];
         if (im == 0.0) continue;
         for (int d = 0; d < 3; d++) {
             double dv = h * P->force[3 * i + d] * im;
-            if (s->alpha > 0) dv += a * (g[3 * i + d] - x[3 * i + d]);
+            if (spring) dv += a * (g[3 * i + d] - x[3 * i + d]);
             v[3 * i + d] += dv;
         }
     }
@@ -147,13 +184,13 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     /* With omega = 0 every projection leaves x^(j+1) = x^j: there is nothing to run (and
        skipping the fits keeps the clusters' warm-start rotations exactly as shape matching
        leaves them, so the two integrators stay equal bit for bit). */
-    if (s->iterations <= 0 || s->omega == 0.0) return 0;
+    if (!project) return 0;
 
     /* Lines 4-7: Jacobi strain-limiting (or, with gamma = 0, PBD) projections. */
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
     double om = s->omega;
     for (int j = 0; j < s->iterations; j++) {
-        csm_fit_goals_all(w, x, s->gamma, g);
+        csm_fit_goals_pass(w, x, &jp, g);
 #pragma omp parallel for schedule(static)
         for (int32_t i = 0; i < n; i++) {
             if (P->inv_mass[i] == 0.0) continue;

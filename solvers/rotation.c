@@ -23,10 +23,10 @@ static void polar_f_extract(const csm_polar_ctx *polar, const double Apq[9], con
 
 const csm_rotation csm_rotation_polar_apq = {
     "polar_apq", "Müller 2005: R = polar(A_pq), ignores A_qq (Falkenstein Sec 3.1 erratum)",
-    no_params, polar_apq_extract,
+    no_params, polar_apq_extract, 1,
 };
 
 const csm_rotation csm_rotation_polar_f = {
     "polar_f", "Falkenstein 2017: R = polar(F^e), F^e = A_xr A_rr^-1 (F^p)^-1 (Eq 5, 15)",
-    no_params, polar_f_extract,
+    no_params, polar_f_extract, 0,
 };

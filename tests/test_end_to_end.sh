@@ -21,7 +21,7 @@ n = f["/rest/positions"].shape[0]
 T = f["/frames/time"].shape[0]
 frames = int(f.attrs["frames"])
 check(f.attrs["status"] == "ok", "status ok")
-check(T == 241 and frames == 241, "241 frames (frame 0 + 240)")
+check(T == 421 and frames == 421, "421 frames (frame 0 + 420)")
 check(f["/frames/positions"].shape == (T, n, 3), "positions (T, n, 3)")
 check(f["/frames/velocities"].shape == (T, n, 3), "velocities (T, n, 3)")
 check(f["/rest/mass"].shape == (n,) and f["/rest/object"].shape == (n,), "rest mass and object (n,)")

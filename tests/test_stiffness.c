@@ -1,0 +1,244 @@
+/* Material stiffness (solver.modulus): each cluster's spring gain alpha_c = h^2 k_c is chosen so
+   that the cluster stores the energy of a material of shear modulus mu, mu V_c |F - R|^2 under a
+   uniform deformation F (kernel.c, csm_modulus_stiffness). The calibration, the gains against a
+   cluster computed by hand, and a cantilever whose resting deflection no longer depends on the
+   cluster count or the step. */
+#include "check.h"
+
+#include "commands.h"
+#include "config.h"
+#include "csm_math.h"
+#include "kernel.h"
+#include "sim.h"
+#include "svd3.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define CANTILEVER CSM_TEST_DIR "/configs/cantilever.yaml"
+
+typedef struct scene {
+    csm_config cfg;
+    csm_sim sim;
+} scene;
+
+static void scene_start(scene *s, const char *text, const char *const *sets, int nsets)
+{
+    csm_register_builtins();
+    csm_error err;
+    if (csm_config_load_text("stiffness.yaml", text, sets, nsets, &s->cfg, &err)) fail_msg("%s", err.msg);
+    if (csm_sim_create(&s->cfg, &s->sim, &err)) fail_msg("%s", err.msg);
+}
+
+static void scene_stop(scene *s)
+{
+    csm_sim_destroy(&s->sim);
+    csm_config_free(&s->cfg);
+}
+
+/* A block of side 1 and mass 2 sampled on a symmetric grid, sheared by `deform`. */
+static const char *block =
+    "name: block\n"
+    "time: {dt: 0.01, frames: 1}\n"
+    "objects:\n"
+    "  - shape: {type: box, size: [1, 1, 1]}\n"
+    "    sampling: {type: grid, spacing: 0.125}\n"
+    "    mass: 2.0\n"
+    "    deform: [[1, 0.3, 0], [0, 1, 0], [0, 0.1, 1]]\n"
+    "clustering: {method: random_radius, radius: 10}\n"
+    "solver: {integrator: shape_matching, rotation: polar_f, modulus: 1000}\n";
+
+/* The energy the springs store, 1/2 sum_c k_c sum_i w_ic m_i |x_i - g_ic|^2, at the last fit. */
+static double spring_energy(const csm_world *w, double mu)
+{
+    const csm_clusters *C = &w->C;
+    double E = 0;
+    for (int32_t c = 0; c < C->k; c++) {
+        double kc = csm_modulus_stiffness(w, mu, c), sum = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            double g[3];
+            csm_membership_goal(C, j, g);
+            const double *x = &w->P.x[3 * C->member[j]];
+            double e[3] = {x[0] - g[0], x[1] - g[1], x[2] - g[2]};
+            sum += C->wmass[j] * csm_v3_dot(e, e);
+        }
+        E += 0.5 * kc * sum;
+    }
+    return E;
+}
+
+/* mu V |F - R|_F^2 for the block's deformation. */
+static double material_energy(double mu, double V, const double F[9])
+{
+    double U[9], s[3], Vt[9], R[9];
+    csm_svd3_lapacke(F, U, s, Vt);
+    csm_m3_mul_bt(U, Vt, R);
+    double D[9];
+    for (int a = 0; a < 9; a++) D[a] = F[a] - R[a];
+    double n = csm_m3_frobenius(D);
+    return mu * V * n * n;
+}
+
+/* One cluster over a symmetric grid has an isotropic A_rr: its springs store exactly the energy
+   of the material, mu V |F - R|^2, under any uniform deformation. */
+static void test_sheared_block_stores_material_energy(void **state)
+{
+    (void)state;
+    scene s;
+    scene_start(&s, block, NULL, 0);
+    csm_world *w = &s.sim.w;
+    assert_int_equal(w->C.k, 1);
+    csm_fit_all(w, w->P.x);
+    const double F[9] = {1, 0.3, 0, 0, 1, 0, 0, 0.1, 1};
+    double E = spring_energy(w, 1000), expect = material_energy(1000, 1.0, F);
+    assert_true(expect > 1.0);
+    assert_close(E, expect, 1e-10 * expect);
+    scene_stop(&s);
+
+    /* Many overlapping clusters: the surface cuts some and leaves them anisotropic, calibrated
+       on the mean of A_rr's eigenvalues; the sum stays near the material's energy. */
+    const char *sets[] = {"clustering.radius=0.3"};
+    scene_start(&s, block, sets, 1);
+    w = &s.sim.w;
+    assert_true(w->C.k > 20);
+    csm_fit_all(w, w->P.x);
+    E = spring_energy(w, 1000);
+    assert_close(E, expect, 0.1 * expect);
+    scene_stop(&s);
+}
+
+/* alpha_c = h^2 6 mu m_c / (rho tr(F^p A_rr F^pT)) for a cluster summed here by hand, clamped to
+   1 and counted when the step is too coarse. */
+static void test_gains_follow_the_derivation(void **state)
+{
+    (void)state;
+    scene s;
+    scene_start(&s, block, NULL, 0);
+    csm_world *w = &s.sim.w;
+    const csm_particles *P = &w->P;
+    double M = 0, c[3] = {0, 0, 0};
+    for (int32_t i = 0; i < P->n; i++) {
+        M += P->mass[i];
+        for (int d = 0; d < 3; d++) c[d] += P->mass[i] * P->rest[3 * i + d];
+    }
+    for (int d = 0; d < 3; d++) c[d] /= M;
+    const double stretch[9] = {2, 0, 0, 0, 0.5, 0, 0, 0, 1}; /* a plastic rest shape of det 1 */
+    for (int plastic = 0; plastic < 2; plastic++) {
+        const double *Fp = plastic ? stretch : (const double[9]){1, 0, 0, 0, 1, 0, 0, 0, 1};
+        memcpy(w->C.Fp, Fp, 9 * sizeof *Fp);
+        double S = 0;
+        for (int32_t i = 0; i < P->n; i++) {
+            double p[3] = {P->rest[3 * i] - c[0], P->rest[3 * i + 1] - c[1], P->rest[3 * i + 2] - c[2]}, q[3];
+            csm_m3_mul_v3(Fp, p, q);
+            S += P->mass[i] * csm_v3_dot(q, q);
+        }
+        double mu = 1000, rho = 2.0 / 1.0, h = 1e-3, gain;
+        double k = 6 * mu * M / (rho * S);
+        csm_gain_stats st;
+        csm_modulus_gains(w, mu, h, &gain, &st);
+        assert_close(gain, h * h * k, 1e-12 * h * h * k);
+        assert_int_equal(st.clamped, 0);
+        assert_close(st.min, gain, 0.0);
+        assert_close(st.max, gain, 0.0);
+        /* a step 100 times too coarse */
+        double coarse = 100.0 / sqrt(k);
+        csm_modulus_gains(w, mu, coarse, &gain, &st);
+        assert_true(gain == 1.0);
+        assert_int_equal(st.clamped, 1);
+    }
+    scene_stop(&s);
+}
+
+/* A points shape has no volume, so no density: a modulus is refused with file and line. */
+static void test_modulus_needs_a_density(void **state)
+{
+    (void)state;
+    const char *text = "name: pts\n"
+                       "objects:\n"
+                       "  - shape: {type: points, positions: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]}\n"
+                       "solver: {integrator: shape_matching, modulus: 100}\n";
+    csm_register_builtins();
+    csm_config cfg;
+    csm_sim sim;
+    csm_error err;
+    if (csm_config_load_text("pts.yaml", text, NULL, 0, &cfg, &err)) fail_msg("%s", err.msg);
+    assert_int_not_equal(csm_sim_create(&cfg, &sim, &err), 0);
+    assert_int_equal(err.code, CSM_EXIT_BAD_INPUT);
+    assert_non_null(strstr(err.msg, "pts.yaml:3"));
+    assert_non_null(strstr(err.msg, "modulus"));
+    csm_config_free(&cfg);
+}
+
+/* The resting tip deflection of the small cantilever: the mean y displacement of the particles
+   of its free end, averaged over the last second. */
+static double deflection(const char *const *sets, int nsets, int32_t *clusters)
+{
+    csm_register_builtins();
+    csm_config cfg;
+    csm_sim sim;
+    csm_error err;
+    if (csm_config_load(CANTILEVER, sets, nsets, &cfg, &err)) fail_msg("%s", err.msg);
+    if (csm_sim_create(&cfg, &sim, &err)) fail_msg("%s", err.msg);
+    const csm_particles *P = &sim.w.P;
+    double xmax = -INFINITY, y0 = 0, sum = 0;
+    for (int32_t i = 0; i < P->n; i++) xmax = fmax(xmax, P->rest[3 * i]);
+    int32_t nend = 0;
+    for (int32_t i = 0; i < P->n; i++)
+        if (P->rest[3 * i] > xmax - 1e-9) {
+            y0 += P->x[3 * i + 1];
+            nend++;
+        }
+    int32_t counted = 0, last = (int32_t)lround(1.0 / cfg.dt);
+    for (int f = 0; f < cfg.frames; f++) {
+        if (csm_sim_frame(&sim, &err)) fail_msg("%s", err.msg);
+        if (f < cfg.frames - last) continue;
+        for (int32_t i = 0; i < P->n; i++)
+            if (P->rest[3 * i] > xmax - 1e-9) sum += P->x[3 * i + 1];
+        sum -= y0;
+        counted++;
+    }
+    assert_int_equal(sim.w.gains.clamped, 0);
+    *clusters = sim.w.C.k;
+    csm_sim_destroy(&sim);
+    csm_config_free(&cfg);
+    return sum / (counted * nend);
+}
+
+/* With a modulus the deflection is a property of the material: it barely moves between 16 and
+   64 clusters, or between 4 and 8 substeps. With the papers' fixed alpha it follows the
+   clusters (their radius of gyration) and the step. */
+static void test_cantilever_converges(void **state)
+{
+    (void)state;
+    int32_t k16, k64, k;
+    const char *c16[] = {"clustering.count=16"}, *c64[] = {"clustering.count=64"};
+    double d16 = deflection(c16, 1, &k16), d64 = deflection(c64, 1, &k64);
+    assert_int_equal(k16, 16);
+    assert_int_equal(k64, 64);
+    assert_true(d16 < -0.05); /* it really bends */
+    assert_close(d64, d16, 0.1 * fabs(d16));
+    const char *s4[] = {"clustering.count=16", "time.substeps=4"}, *s8[] = {"clustering.count=16", "time.substeps=8"};
+    double d4 = deflection(s4, 2, &k), d8 = deflection(s8, 2, &k);
+    assert_close(d8, d4, 0.1 * fabs(d4));
+
+    const char *a16[] = {"clustering.count=16", "solver.modulus=0", "solver.alpha=0.05"};
+    const char *a64[] = {"clustering.count=64", "solver.modulus=0", "solver.alpha=0.05"};
+    const char *a16s8[] = {"clustering.count=16", "solver.modulus=0", "solver.alpha=0.05", "time.substeps=8"};
+    double e16 = deflection(a16, 3, &k), e64 = deflection(a64, 3, &k), e16s8 = deflection(a16s8, 4, &k);
+    printf("cantilever tip deflection: modulus %.4f (16 clusters) %.4f (64) %.4f (4 substeps) %.4f (8); "
+           "alpha 0.05: %.4f (16) %.4f (64) %.4f (16, 8 substeps)\n",
+           d16, d64, d4, d8, e16, e64, e16s8);
+    assert_true(fabs(e64) > 1.3 * fabs(e16));   /* smaller clusters, softer beam */
+    assert_true(fabs(e16s8) < 0.5 * fabs(e16)); /* a smaller step, a stiffer beam */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sheared_block_stores_material_energy),
+        cmocka_unit_test(test_gains_follow_the_derivation),
+        cmocka_unit_test(test_modulus_needs_a_density),
+        cmocka_unit_test(test_cantilever_converges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
