@@ -7,6 +7,7 @@
 #include "sim.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,31 @@ static int make_parent(const char *path, csm_error *err)
     return csm_make_dirs(buf, err);
 }
 
+/* With solver.modulus: the gains alpha_c = h^2 k_c the clusters start with. `always` prints them
+   (csm check); otherwise only a step too coarse for the modulus is reported (csm run). */
+static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
+{
+    double mu = csm_cfg_num(&cfg->integrator, "modulus"), h = cfg->dt / cfg->substeps;
+    int32_t k = sim->w.C.k;
+    if (!(mu > 0) || k == 0) return;
+    double *gain = malloc(sizeof *gain * (size_t)k), kmax = 0;
+    if (!gain) return;
+    csm_gain_stats st;
+    csm_modulus_gains(&sim->w, mu, h, gain, &st);
+    for (int32_t c = 0; c < k; c++) kmax = fmax(kmax, csm_modulus_stiffness(&sim->w, mu, c));
+    free(gain);
+    /* alpha_c <= 1 needs h <= 1 / sqrt(k_c) */
+    long substeps = (long)ceil(cfg->dt * sqrt(kmax) - 1e-9);
+    if (st.clamped)
+        fprintf(stderr,
+                "csm: note: solver.modulus = %g Pa asks alpha_c up to %.3g at h = %g s: %d of %d clusters are clamped to "
+                "1 and softer than the material; the step is too coarse for the modulus (time.substeps: %ld or more)\n",
+                mu, cfg->dt * cfg->dt / (cfg->substeps * cfg->substeps) * kmax, h, st.clamped, k, substeps);
+    else if (always)
+        fprintf(stderr, "csm: solver.modulus = %g Pa: alpha_c %.3g .. %.3g (mean %.3g) at h = %g s\n", mu, st.min,
+                st.max, st.mean, h);
+}
+
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
@@ -200,6 +226,7 @@ int csm_cmd_run(int argc, char **argv)
     if (sim.w.degenerate_clusters > 0 && !a.resume)
         fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
                         "inverted with a pseudo-inverse\n", sim.w.degenerate_clusters, sim.w.C.k);
+    if (!a.resume) report_gains(&cfg, &sim, 0);
     csm_log *log;
     if (a.resume ? csm_log_resume(path, &sim, &log, &err) : csm_log_open(path, &sim, &log, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
@@ -317,6 +344,7 @@ int csm_cmd_check(int argc, char **argv)
         for (int k = 0; k < cfg.nsweep; k++) fprintf(stderr, "%s %s (%d)", k ? " x" : "", cfg.sweep[k].key, cfg.sweep[k].nvalues);
         fprintf(stderr, "; the config above is the base run\n");
     }
+    report_gains(&cfg, &sim, 1);
     fprintf(stderr, "csm: %s is valid: %d objects, %d particles, %d clusters, %d memberships\n", a.config,
             cfg.nobjects, sim.w.P.n, sim.w.C.k, sim.w.C.m);
     csm_sim_destroy(&sim);

@@ -38,6 +38,12 @@ expect 2 "bad.yaml:3: solver.alpha = 3 is outside \[0, 1\]" -- "$csm" check "$tm
 expect 2 "bad.yaml:3: solver.alpha = 3 is outside" -- "$csm" run "$tmp/bad.yaml" -o "$tmp/bad.h5"
 [ ! -e "$tmp/bad.h5" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a log was left for a bad config"; }
 expect 2 "no particle inside the shape" -- "$csm" check "$tmp/empty.yaml"
+# solver.modulus: check reports the gains, and a step too coarse for the modulus
+expect 0 "solver.modulus = 500 Pa: alpha_c 0.2[0-9]* \.\. 0.2" -- "$csm" check "$root/tests/configs/cantilever.yaml"
+expect 0 "16 of 16 clusters are clamped to 1 .*too coarse for the modulus \(time.substeps: [0-9]+ or more\)" -- \
+    "$csm" check "$root/tests/configs/cantilever.yaml" --set time.substeps=1 --set time.dt=0.05
+expect 0 "conserve +none\|linear\|angular +default angular" -- "$csm" list
+expect 0 "modulus +real +default 0" -- "$csm" list
 expect 2 "cannot open config" -- "$csm" check "$tmp/missing.yaml"
 expect 2 "is a directory" -- "$csm" run "$tmp"
 expect 2 "unknown or incomplete option '--fast'" -- "$csm" run "$tmp/ok.yaml" --fast
