@@ -38,21 +38,27 @@ $(OUT)/bunny.md:
 # Bargteil-Jones 2014 Fig 2: the spinning cube, shape matching against PBD, both rotations.
 $(OUT)/spin_cube.md:
 	$(CSM) sweep $(C)/spin_cube.yaml -o $(OUT)/spin_cube --jobs $(JOBS) \
-	    --set 'sweep={solver.integrator: [shape_matching, pbd], solver.rotation: [polar_apq, polar_f]}'
-	$(PY) $(A)/compare.py $(OUT)/spin_cube -q kinetic_energy -q angular_momentum.z -o $(OUT)/spin_cube > $@
+	    --set 'sweep={solver.integrator: [shape_matching, pbd], solver.rotation: [polar_apq, polar_f], solver.conserve: [none, angular]}'
+	$(PY) $(A)/compare.py $(OUT)/spin_cube --where conserve=none -q kinetic_energy -q angular_momentum.z -o $(OUT)/spin_cube > $@
+	$(PY) $(A)/compare.py $(OUT)/spin_cube --where conserve=angular -q kinetic_energy -q angular_momentum.z -o $(OUT)/spin_cube_angular >> $@
+	$(PY) $(A)/momenta.py $(OUT)/spin_cube >> $@
 
 # Bargteil-Jones 2014 Sec 3: the cube stretched 50 % and released; 29 clusters or one, shape
 # matching or strain limiting.
 $(OUT)/stretch_cube.md:
 	$(CSM) sweep $(C)/stretch_cube.yaml -o $(OUT)/stretch_cube --jobs $(JOBS) \
-	    --set 'sweep={clustering.radius: [0.35, 2], solver.iterations: [0, 5]}'
-	$(PY) $(A)/compare.py $(OUT)/stretch_cube -q kinetic_energy -q max_strain --log -o $(OUT)/stretch_cube > $@
+	    --set 'sweep={clustering.radius: [0.35, 2], solver.iterations: [0, 5], solver.conserve: [none, angular]}'
+	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where conserve=none -q kinetic_energy -q max_strain --log -o $(OUT)/stretch_cube > $@
+	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where conserve=angular -q kinetic_energy -q max_strain --log -o $(OUT)/stretch_cube_angular >> $@
+	$(PY) $(A)/momenta.py $(OUT)/stretch_cube >> $@
 
 # Bargteil-Jones 2014 Sec 3: the cube dropped on the ground, shape matching, strain limiting, PBD.
 $(OUT)/drop_cube.md:
 	$(CSM) sweep $(C)/drop_cube_strain_limited.yaml -o $(OUT)/drop_cube --jobs $(JOBS) \
-	    --set 'sweep={solver.integrator: [shape_matching, strain_limited, pbd]}'
-	$(PY) $(A)/compare.py $(OUT)/drop_cube -q kinetic_energy -q max_strain -q center_of_mass.y -o $(OUT)/drop_cube > $@
+	    --set 'sweep={solver.integrator: [shape_matching, strain_limited, pbd], solver.conserve: [none, angular]}'
+	$(PY) $(A)/compare.py $(OUT)/drop_cube --where conserve=none -q kinetic_energy -q max_strain -q center_of_mass.y -q center_of_mass.x -o $(OUT)/drop_cube > $@
+	$(PY) $(A)/compare.py $(OUT)/drop_cube --where conserve=angular -q kinetic_energy -q max_strain -q center_of_mass.y -q center_of_mass.x -o $(OUT)/drop_cube_angular >> $@
+	$(PY) $(A)/momenta.py $(OUT)/drop_cube >> $@
 
 # Bargteil-Jones 2014 Sec 3: the zero-rest-length spring.
 $(OUT)/spring.md:
@@ -63,9 +69,10 @@ $(OUT)/spring.md:
 # Falkenstein 2017 Sec 3.1: the stretched rectangle, R from A_pq against R from F.
 $(OUT)/rotation_rectangle.md:
 	$(CSM) sweep $(C)/rotation_rectangle.yaml -o $(OUT)/rotation_rectangle --jobs $(JOBS) \
-	    --set 'sweep={solver.rotation: [polar_apq, polar_f]}'
-	$(PY) $(A)/compare.py $(OUT)/rotation_rectangle -q angular_momentum.z -q kinetic_energy -o $(OUT)/rotation_rectangle > $@
+	    --set 'sweep={solver.rotation: [polar_apq, polar_f], solver.conserve: [none, angular]}'
+	$(PY) $(A)/compare.py $(OUT)/rotation_rectangle --where conserve=none -q angular_momentum.z -q kinetic_energy -o $(OUT)/rotation_rectangle > $@
 	$(PY) $(A)/summary.py $(OUT)/rotation_rectangle/*.h5 >> $@
+	$(PY) $(A)/momenta.py $(OUT)/rotation_rectangle >> $@
 
 # Falkenstein 2017 Table 1 (and the runs of Fig 2 and Fig 4).
 $(OUT)/table1.md:
@@ -82,12 +89,42 @@ $(OUT)/beams.md: $(OUT)/table1.md
 	$(PY) $(A)/render.py $(OUT)/recluster/beam_twist.h5 --frames 60,-1 --color new --view iso -o $(OUT)/fig4_twist >> $@
 	$(PY) $(A)/render.py $(OUT)/recluster/beam_twist.h5 --frames -1 --color displacement --view iso -o $(OUT)/fig4_twist_set >> $@
 
-# Falkenstein 2017 Fig 3: the cantilever with 10 to 640 clusters, both rotations.
+# Falkenstein 2017 Fig 3, the cantilever's resting deflection, in three senses:
+#  1. the papers' settings (alpha = 1, conserve: none), 10 to 640 fuzzy c-means clusters that
+#     shrink as they multiply, both rotations: the beam softens without converging;
+#  2. the authors' sense: a fixed cluster radius, more clusters only add overlap: converges;
+#  3. refinement with a material modulus: clusters shrinking (then particles refined with them,
+#     and the step refined) converges; the fixed alpha beside it follows the step.
+CONV = $(PY) $(A)/convergence.py --last 2
+REFINE_PARTICLES = 0.2:10 0.141:28 0.1:80 0.0707:226
 $(OUT)/convergence.md:
+	mkdir -p $(OUT)
 	$(CSM) sweep $(C)/beam_convergence.yaml -o $(OUT)/beam_convergence --jobs $(JOBS)
-	$(PY) $(A)/convergence.py $(OUT)/beam_convergence --where rotation=polar_apq --last 2 -o $(OUT)/convergence_polar_apq > $@.tmp
+	echo "## 1. alpha = 1, clusters shrinking (the papers' settings): polar_apq, then polar_f" > $@.tmp
+	$(CONV) $(OUT)/beam_convergence --where rotation=polar_apq -o $(OUT)/convergence_polar_apq >> $@.tmp
 	echo >> $@.tmp
-	$(PY) $(A)/convergence.py $(OUT)/beam_convergence --where rotation=polar_f --last 2 -o $(OUT)/convergence_polar_f >> $@.tmp
+	$(CONV) $(OUT)/beam_convergence --where rotation=polar_f -o $(OUT)/convergence_polar_f >> $@.tmp
+	$(CSM) sweep $(C)/beam_convergence_radius.yaml -o $(OUT)/beam_convergence_radius --jobs $(JOBS)
+	printf "\n## 2. alpha = 1, a fixed radius of 0.5 m, overlap growing (the authors' sense)\n\n" >> $@.tmp
+	$(CONV) $(OUT)/beam_convergence_radius -o $(OUT)/convergence_radius >> $@.tmp
+	$(CSM) sweep $(C)/beam_refinement.yaml -o $(OUT)/beam_refinement --jobs $(JOBS)
+	printf '\n## 3. modulus 2000 Pa, clusters shrinking\n\n' >> $@.tmp
+	$(CONV) $(OUT)/beam_refinement -o $(OUT)/convergence_modulus >> $@.tmp
+	mkdir -p $(OUT)/beam_refinement_particles
+	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; \
+	    $(CSM) run $(C)/beam_refinement.yaml --set "sweep={}" --set objects.0.sampling.spacing=$${p%:*} \
+	    --set clustering.count=$${p#*:} -o $(OUT)/beam_refinement_particles/$${p%:*}.h5 --force --threads 1 >/dev/null'
+	printf '\n## 3. modulus 2000 Pa, particles refined with the clusters\n\n' >> $@.tmp
+	$(CONV) $(OUT)/beam_refinement_particles/*.h5 --by particles -o $(OUT)/convergence_particles >> $@.tmp
+	$(CSM) sweep $(C)/beam_refinement.yaml -o $(OUT)/beam_substeps_modulus --jobs $(JOBS) \
+	    --set clustering.count=20 --set 'sweep={time.substeps: [4, 8, 16]}'
+	printf '\n## 3. the step: modulus 2000 Pa, 20 clusters, 4, 8 and 16 substeps\n\n' >> $@.tmp
+	$(CONV) $(OUT)/beam_substeps_modulus --by substeps -o $(OUT)/convergence_substeps_modulus >> $@.tmp
+	$(CSM) sweep $(C)/beam_convergence.yaml -o $(OUT)/beam_substeps_alpha --jobs $(JOBS) \
+	    --set clustering.count=20 --set solver.rotation=polar_f --set 'sweep={time.substeps: [4, 8, 16]}'
+	printf "\n## the step with alpha = 1 (the papers' settings), 20 clusters, 4, 8 and 16 substeps\n\n" >> $@.tmp
+	$(CONV) $(OUT)/beam_substeps_alpha --by substeps -o $(OUT)/convergence_substeps_alpha >> $@.tmp
+	$(PY) $(A)/stiffness.py $(OUT)/beam_convergence@rotation=polar_apq $(OUT)/beam_convergence@rotation=polar_f $(OUT)/beam_refinement -o $(OUT)/convergence_stiffness >> $@.tmp
 	mv $@.tmp $@
 
 # Muller 2005 Fig 8: ms per frame against particles, rigid, linear and quadratic, on one core.
@@ -98,8 +135,10 @@ $(OUT)/scaling.md:
 # polar_apq against polar_f with non-isotropic clusters, spinning and stretched.
 $(OUT)/rotation_study.md:
 	$(CSM) sweep $(C)/rotation_study.yaml -o $(OUT)/rotation_study --jobs $(JOBS)
-	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=0 -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sm > $@.tmp
-	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=5 -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sl >> $@.tmp
+	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=0 --where conserve=none -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sm > $@.tmp
+	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=5 --where conserve=none -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sl >> $@.tmp
+	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=5 --where conserve=angular -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sl_angular >> $@.tmp
+	$(PY) $(A)/momenta.py $(OUT)/rotation_study >> $@.tmp
 	mv $@.tmp $@
 
 # Movies of the twisted and compressed beams (needs Debian's ffmpeg).

@@ -134,6 +134,13 @@ static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
     double mu = csm_cfg_num(&cfg->integrator, "modulus"), h = cfg->dt / cfg->substeps;
     int32_t k = sim->w.C.k;
     if (!(mu > 0) || k == 0) return;
+    const csm_plugin_cfg *pc = &cfg->integrator;
+    for (int j = 0; pc->plugin->params[j].key; j++)
+        if (!strcmp(pc->plugin->params[j].key, "alpha") && pc->values[j].given) {
+            char where[512];
+            fprintf(stderr, "csm: note: %s: solver.alpha is not used when solver.modulus is set\n",
+                    csm_cfg_where(pc->src, pc->values[j].line, where, sizeof where));
+        }
     double *gain = malloc(sizeof *gain * (size_t)k), kmax = 0;
     if (!gain) return;
     csm_gain_stats st;

@@ -42,6 +42,8 @@ expect 2 "no particle inside the shape" -- "$csm" check "$tmp/empty.yaml"
 expect 0 "solver.modulus = 500 Pa: alpha_c 0.2[0-9]* \.\. 0.2" -- "$csm" check "$root/tests/configs/cantilever.yaml"
 expect 0 "16 of 16 clusters are clamped to 1 .*too coarse for the modulus \(time.substeps: [0-9]+ or more\)" -- \
     "$csm" check "$root/tests/configs/cantilever.yaml" --set time.substeps=1 --set time.dt=0.05
+expect 0 "bunny.yaml:[0-9]+: solver.alpha is not used when solver.modulus is set" -- \
+    "$csm" check "$root/experiments/configs/bunny.yaml" --set solver.modulus=100
 expect 0 "conserve +none\|linear\|angular +default angular" -- "$csm" list
 expect 0 "modulus +real +default 0" -- "$csm" list
 expect 2 "cannot open config" -- "$csm" check "$tmp/missing.yaml"

@@ -4,11 +4,13 @@ number of clusters, and its distance from the run with the most clusters, log-lo
 observed rate (the slope of a least-squares line through log error against log clusters).
 
     MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/convergence.py RUNS... \\
-        [--quantity tip|positions|final:NAME] [--particle ID] [--axis x|y|z] [--last SECONDS] [-o PREFIX]
+        [--quantity tip|positions|final:NAME] [--particle ID] [--axis x|y|z] [--last SECONDS]
+        [--by clusters|particles|substeps] [-o PREFIX]
 
 RUNS are sweep folders and logs of one scene that differ in their clustering. The cluster count of
 a run is read from its log (clusters at frame 0), so a sweep over clustering.count and one over
-clustering.radius both work.
+clustering.radius both work. --by particles or substeps orders the runs by their particle count
+or substeps instead (refining the particles with the clusters, or the step).
 
 --quantity
   tip          (default) the steady-state displacement of a tracked particle along --axis (default
@@ -59,7 +61,7 @@ def measure(path, a):
     with h5py.File(path, "r") as f:
         frames = window(f, a.last)
         row = {"clusters": int(f["clusters/count"][0]), "particles": int(f["frames/positions"].shape[1]),
-               "status": str(f.attrs.get("status", ""))}
+               "substeps": int(f.attrs["substeps"]), "status": str(f.attrs.get("status", ""))}
         if a.quantity == "tip":
             i = tracked(f, a.particle)
             x = f["frames/positions"][:, i, AXES[a.axis]]
@@ -101,7 +103,10 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default="out/convergence")
     ap.add_argument("--title", default="")
     ap.add_argument("--where", action="append", help="KEY=VALUE: only the sweep's runs with this swept value")
+    ap.add_argument("--by", default="clusters", choices=["clusters", "particles", "substeps"],
+                    help="what is refined from run to run (the x axis)")
     a = ap.parse_args(argv)
+    by = a.by
     runs = runs_mod.expand(a.runs, a.where)
     rows = []
     for r in runs:
@@ -110,9 +115,11 @@ def main(argv=None):
         if row["status"] != "ok":
             print(f"note: {r.path} has status '{row['status']}'", file=sys.stderr)
         rows.append(row)
-    rows.sort(key=lambda r: r["clusters"])
-    if len({r["clusters"] for r in rows}) < 2:
-        sys.exit("convergence needs runs with at least two different cluster counts")
+    rows.sort(key=lambda r: (r[by], r["clusters"]))
+    if len({r[by] for r in rows}) != len(rows):
+        sys.exit(f"convergence needs runs that differ in {by}, one run each (use --where to pick one series)")
+    if len(rows) < 2:
+        sys.exit(f"convergence needs runs with at least two different {by}")
     finest = rows[-1]
     for r in rows:
         if a.quantity == "positions":
@@ -123,44 +130,58 @@ def main(argv=None):
         else:
             r["error"] = abs(r["value"] - finest["value"])
     coarse = rows[:-1]
-    slope, fit = rate([r["clusters"] for r in coarse], [r["error"] for r in coarse])
+    slope, fit = rate([r[by] for r in coarse], [r["error"] for r in coarse])
 
     what = {"tip": f"tip displacement ({a.axis})", "positions": "rms position"}.get(a.quantity, a.quantity)
-    print(f"| clusters | run | {what} | apparent stiffness (1/|value|) | change from the previous run "
-          f"| distance from {finest['clusters']} clusters |")
-    print("|---|---|---|---|---|---|")
+    unit = " (m)" if a.quantity in ("tip", "positions") else ""
+    extra = "" if by == "clusters" else f" {by} |"
+    print(f"| clusters |{extra} run | {what}{unit} | apparent stiffness (1/|value|) | change from the previous run "
+          f"| relative change | distance from the finest run |")
+    print("|---|---|---|---|---|---|---|" + ("" if by == "clusters" else "---|"))
     prev = None
     for r in rows:
         stiff = 1 / abs(r["value"]) if r["value"] and np.isfinite(r["value"]) else float("nan")
-        change = f"{r['value'] - prev:.3g}" if prev is not None and np.isfinite(r["value"]) else ""
+        r["change"] = r["value"] - prev if prev is not None and np.isfinite(r["value"]) else float("nan")
+        change = f"{r['change']:.3g}" if np.isfinite(r["change"]) else ""
+        relative = f"{100 * abs(r['change'] / r['value']):.1f} %" if np.isfinite(r["change"]) and r["value"] else ""
         prev = r["value"]
-        print(f"| {r['clusters']} | {r['label']} | {r['value']:.6g} | {stiff:.4g} | {change} | {r['error']:.3g} |")
+        col = "" if by == "clusters" else f" {r[by]} |"
+        print(f"| {r['clusters']} |{col} {r['label']} | {r['value']:.6g} | {stiff:.4g} | {change} | {relative} "
+              f"| {r['error']:.3g} |")
     errs = [r["error"] for r in coarse]
     shrinking = all(b < c for b, c in zip(errs[1:], errs[:-1]))
-    print(f"\nobserved rate: error ~ clusters^{slope:.2f} ({'monotone' if shrinking else 'not monotone'} "
-          f"over {len(coarse)} runs against the finest, {finest['clusters']} clusters)")
+    print(f"\nobserved rate: error ~ {by}^{slope:.2f} ({'monotone' if shrinking else 'not monotone'} "
+          f"over {len(coarse)} runs against the finest, {finest[by]} {by})")
     # converging means that successive changes shrink: a ratio below 1 between the last two
     if a.quantity != "positions" and len(rows) >= 3:
-        d1, d2 = rows[-2]["value"] - rows[-3]["value"], rows[-1]["value"] - rows[-2]["value"]
+        d1, d2 = rows[-2]["change"], rows[-1]["change"]
         ratio = abs(d2 / d1) if d1 else float("inf")
         print(f"last two changes: {d1:.3g} then {d2:.3g} (ratio {ratio:.2f}: "
-              f"{'shrinking' if ratio < 1 else 'not shrinking'})")
+              f"{'shrinking' if ratio < 1 else 'not shrinking'}); the last one is "
+              f"{100 * abs(d2 / rows[-1]['value']):.1f} % of the value")
 
     ncol = 1 if a.quantity == "positions" else 2
     fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 3.8), squeeze=False)
-    k = np.array([r["clusters"] for r in rows], float)
+    k = np.array([r[by] for r in rows], float)
     if ncol == 2:
         ax = axes[0, 0]
         ax.semilogx(k, [r["value"] for r in rows], "o-")
-        ax.set_xlabel("clusters")
-        ax.set_ylabel(what)
+        ax.set_xlabel(by)
+        ax.set_ylabel(what + unit)
+        ax.set_xticks(k)
+        ax.set_xticklabels([str(int(v)) for v in k], fontsize=7, rotation=45)
+        ax.minorticks_off()
     ax = axes[0, -1]
-    ke = np.array([r["clusters"] for r in coarse], float)
+    ke = np.array([r[by] for r in coarse], float)
     ax.loglog(ke, errs, "o-", label="distance from the finest run")
+    if a.quantity != "positions":
+        changes = np.array([abs(r["change"]) for r in rows[1:]])
+        ok = changes > 0
+        ax.loglog(k[1:][ok], changes[ok], "s--", label="change from the previous run")
     if fit is not None:
-        ax.loglog(ke, np.exp(np.polyval(fit, np.log(ke))), "--", label=f"slope {slope:.2f}")
-    ax.set_xlabel("clusters")
-    ax.set_ylabel(f"|{what} − finest|" if a.quantity != "positions" else "rms distance from the finest run")
+        ax.loglog(ke, np.exp(np.polyval(fit, np.log(ke))), ":", label=f"slope {slope:.2f}")
+    ax.set_xlabel(by)
+    ax.set_ylabel(f"|Δ {what}|{unit}" if a.quantity != "positions" else "rms distance from the finest run (m)")
     ax.legend(fontsize=8)
     if a.title:
         fig.suptitle(a.title)
