@@ -111,18 +111,25 @@ $(OUT)/convergence.md:
 	printf '\n## 3. modulus 2000 Pa, clusters shrinking\n\n' >> $@.tmp
 	$(CONV) $(OUT)/beam_refinement -o $(OUT)/convergence_modulus >> $@.tmp
 	mkdir -p $(OUT)/beam_refinement_particles
-	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; \
-	    $(CSM) run $(C)/beam_refinement.yaml --set "sweep={}" --set objects.0.sampling.spacing=$${p%:*} \
-	    --set clustering.count=$${p#*:} -o $(OUT)/beam_refinement_particles/$${p%:*}.h5 --force --threads 1 >/dev/null'
+	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; f=$(OUT)/beam_refinement_particles/$${p%:*}.h5; \
+	    $(CSM) info $$f 2>/dev/null | grep -q "^  status  *ok$$" || $(CSM) run $(C)/beam_refinement.yaml --set "sweep={}" \
+	    --set objects.0.sampling.spacing=$${p%:*} --set clustering.count=$${p#*:} -o $$f --force --threads 1 >/dev/null'
 	printf '\n## 3. modulus 2000 Pa, particles refined with the clusters\n\n' >> $@.tmp
 	$(CONV) $(OUT)/beam_refinement_particles/*.h5 --by particles -o $(OUT)/convergence_particles >> $@.tmp
+	mkdir -p $(OUT)/beam_convergence_particles
+	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; f=$(OUT)/beam_convergence_particles/$${p%:*}.h5; \
+	    $(CSM) info $$f 2>/dev/null | grep -q "^  status  *ok$$" || $(CSM) run $(C)/beam_convergence.yaml --set "sweep={}" \
+	    --set solver.rotation=polar_apq --set objects.0.sampling.spacing=$${p%:*} --set clustering.count=$${p#*:} \
+	    -o $$f --force --threads 1 >/dev/null'
+	printf "\n## the same with alpha = 1 (the papers' settings, polar_apq)\n\n" >> $@.tmp
+	$(CONV) $(OUT)/beam_convergence_particles/*.h5 --by particles -o $(OUT)/convergence_particles_alpha >> $@.tmp
 	$(CSM) sweep $(C)/beam_refinement.yaml -o $(OUT)/beam_substeps_modulus --jobs $(JOBS) \
-	    --set clustering.count=20 --set 'sweep={time.substeps: [4, 8, 16]}'
-	printf '\n## 3. the step: modulus 2000 Pa, 20 clusters, 4, 8 and 16 substeps\n\n' >> $@.tmp
+	    --set clustering.count=10 --set 'sweep={time.substeps: [4, 8, 16]}'
+	printf '\n## 3. the step: modulus 2000 Pa, 10 clusters, 4, 8 and 16 substeps\n\n' >> $@.tmp
 	$(CONV) $(OUT)/beam_substeps_modulus --by substeps -o $(OUT)/convergence_substeps_modulus >> $@.tmp
 	$(CSM) sweep $(C)/beam_convergence.yaml -o $(OUT)/beam_substeps_alpha --jobs $(JOBS) \
-	    --set clustering.count=20 --set solver.rotation=polar_f --set 'sweep={time.substeps: [4, 8, 16]}'
-	printf "\n## the step with alpha = 1 (the papers' settings), 20 clusters, 4, 8 and 16 substeps\n\n" >> $@.tmp
+	    --set clustering.count=10 --set solver.rotation=polar_apq --set 'sweep={time.substeps: [4, 8, 16]}'
+	printf "\n## the step with alpha = 1 (the papers' settings, polar_apq), 10 clusters, 4, 8 and 16 substeps\n\n" >> $@.tmp
 	$(CONV) $(OUT)/beam_substeps_alpha --by substeps -o $(OUT)/convergence_substeps_alpha >> $@.tmp
 	$(PY) $(A)/stiffness.py $(OUT)/beam_convergence@rotation=polar_apq $(OUT)/beam_convergence@rotation=polar_f $(OUT)/beam_refinement -o $(OUT)/convergence_stiffness >> $@.tmp
 	mv $@.tmp $@
