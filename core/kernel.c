@@ -321,23 +321,62 @@ void csm_conserve_frames(csm_world *w, const double *x, double *frame)
     }
 }
 
-/* The goal of membership j pulled towards x_i by the strain clamp (Bargteil-Jones Algorithm 2
-   line 10), as cluster_goals writes it. */
-static inline void clamped_goal(const csm_clusters *C, int32_t j, const double *xi, double limit, int clamp,
-                                double g[3])
+/* Pass one of cluster_corrections over members [lo, hi): each correction c_ic = g_ic - x_i into
+   out (the strain clamp of Bargteil-Jones Algorithm 2 line 10 moves g_ic to g + f (x - g), so
+   c = (f - 1)(x - g)), with the sums the projection needs: s = sum w m c and, for the angular
+   projection, t = sum w m r x c and sr = sum w m r, r = x_ref - xbar_ref. Inlined with constant
+   `clamp` and `angular`, so each setting gets its own branch-free loop. */
+static inline __attribute__((always_inline)) void corrections_sum(const csm_clusters *C, const double *x, int32_t c,
+                                                                  const double *x_ref, const double *fr, double limit,
+                                                                  const int clamp, const int angular, double sums[9])
 {
-    csm_membership_goal(C, j, g);
-    if (!clamp) return;
-    double d0 = xi[0] - g[0], d1 = xi[1] - g[1], d2 = xi[2] - g[2];
-    double len2 = d0 * d0 + d1 * d1 + d2 * d2;
-    double f = len2 <= limit * limit ? 1.0 : limit / sqrt(len2);
-    g[0] += f * d0;
-    g[1] += f * d1;
-    g[2] += f * d2;
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const int32_t *member = C->member;
+    const double *p = C->p, *wmass = C->wmass;
+    double *out = C->wgoal, limit2 = limit * limit;
+    const double *T = &C->T[9 * c], *com = &C->com[3 * c];
+    double t0 = T[0], t1 = T[1], t2 = T[2], t3 = T[3], t4 = T[4], t5 = T[5], t6 = T[6], t7 = T[7], t8 = T[8];
+    double s0 = 0, s1 = 0, s2 = 0, q0 = 0, q1 = 0, q2 = 0, r0s = 0, r1s = 0, r2s = 0;
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * member[j]], *pj = &p[3 * j];
+        double g[3];
+        if (C->Q) {
+            csm_membership_goal(C, j, g);
+        } else {
+            g[0] = t0 * pj[0] + t1 * pj[1] + t2 * pj[2] + com[0];
+            g[1] = t3 * pj[0] + t4 * pj[1] + t5 * pj[2] + com[1];
+            g[2] = t6 * pj[0] + t7 * pj[1] + t8 * pj[2] + com[2];
+        }
+        double d0 = xi[0] - g[0], d1 = xi[1] - g[1], d2 = xi[2] - g[2], k = -1.0;
+        if (clamp) {
+            double len2 = d0 * d0 + d1 * d1 + d2 * d2;
+            k = len2 <= limit2 ? 0.0 : limit / sqrt(len2) - 1.0;
+        }
+        double c0 = k * d0, c1 = k * d1, c2 = k * d2, wm = wmass[j];
+        out[3 * j] = c0;
+        out[3 * j + 1] = c1;
+        out[3 * j + 2] = c2;
+        s0 += wm * c0;
+        s1 += wm * c1;
+        s2 += wm * c2;
+        if (angular) {
+            const double *xr = &x_ref[3 * member[j]];
+            double r0 = xr[0] - fr[0], r1 = xr[1] - fr[1], r2 = xr[2] - fr[2];
+            q0 += wm * (r1 * c2 - r2 * c1);
+            q1 += wm * (r2 * c0 - r0 * c2);
+            q2 += wm * (r0 * c1 - r1 * c0);
+            r0s += wm * r0;
+            r1s += wm * r1;
+            r2s += wm * r2;
+        }
+    }
+    double v[9] = {s0, s1, s2, q0, q1, q2, r0s, r1s, r2s};
+    memcpy(sums, v, sizeof v);
 }
 
-/* Cluster c's share of every member's out_i (csm_goal_pass): pass one writes the corrections
-   c_ic = g_ic - x_i and sums what the projection removes, pass two removes it and weighs. */
+/* Cluster c's share of every member's out_i (csm_goal_pass): pass one writes the corrections and
+   sums what the projection removes, pass two removes it, a constant `mean` and a rotation
+   omega x r, and weighs: out = w_ic (x_i + gain_c c'_ic). */
 static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, const csm_goal_pass *pass, int project)
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
@@ -345,53 +384,39 @@ static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, con
     double *out = C->wgoal, M = C->mass[c], gain = pass->gain ? pass->gain[c] : 1.0;
     double limit = pass->gamma * C->width[c];
     int clamp = pass->gamma > 0, angular = project && pass->conserve == CSM_CONSERVE_ANGULAR;
-    const double *fr = angular ? &pass->frame[12 * c] : NULL;
-    double s[3] = {0, 0, 0}, t[3] = {0, 0, 0}, sr[3] = {0, 0, 0};
-    for (int32_t j = lo; j < hi; j++) {
-        const double *xi = &x[3 * member[j]];
-        double g[3], cc[3];
-        clamped_goal(C, j, xi, limit, clamp, g);
-        for (int a = 0; a < 3; a++) cc[a] = g[a] - xi[a];
-        if (!project) {
-            double wgt = C->weight[j];
-            for (int a = 0; a < 3; a++) out[3 * j + a] = wgt * (xi[a] + gain * cc[a]);
-            continue;
-        }
-        double wm = C->wmass[j];
-        for (int a = 0; a < 3; a++) {
-            out[3 * j + a] = cc[a];
-            s[a] += wm * cc[a];
-        }
-        if (angular) {
-            const double *xr = &pass->x_ref[3 * member[j]];
-            double r[3] = {xr[0] - fr[0], xr[1] - fr[1], xr[2] - fr[2]}, rc[3];
-            csm_v3_cross(r, cc, rc);
-            for (int a = 0; a < 3; a++) {
-                t[a] += wm * rc[a];
-                sr[a] += wm * r[a];
-            }
-        }
-    }
-    if (!project) return;
+    const double *fr = angular ? &pass->frame[12 * c] : NULL, *x_ref = pass->x_ref;
+    double sums[9];
+    if (angular)
+        if (clamp) corrections_sum(C, x, c, x_ref, fr, limit, 1, 1, sums);
+        else corrections_sum(C, x, c, x_ref, fr, limit, 0, 1, sums);
+    else if (clamp) corrections_sum(C, x, c, x_ref, fr, limit, 1, 0, sums);
+    else corrections_sum(C, x, c, x_ref, fr, limit, 0, 0, sums);
     double mean[3] = {0, 0, 0}, omega[3] = {0, 0, 0};
-    if (M > 0)
-        for (int a = 0; a < 3; a++) mean[a] = s[a] / M;
+    if (project && M > 0)
+        for (int a = 0; a < 3; a++) mean[a] = sums[a] / M;
     if (angular) {
         /* the torque of the corrections once their mean is gone: t - (sum w m r) x mean */
-        double srm[3];
-        csm_v3_cross(sr, mean, srm);
-        for (int a = 0; a < 3; a++) t[a] -= srm[a];
+        double srm[3], t[3];
+        csm_v3_cross(&sums[6], mean, srm);
+        for (int a = 0; a < 3; a++) t[a] = sums[3 + a] - srm[a];
         csm_m3_mul_v3(&fr[3], t, omega);
     }
+    /* c' = c - mean - omega x r, r = x_ref - xbar_ref taken per member (not omega x x_ref less a
+       constant, which would cancel far from the origin) */
+    const double *weight = C->weight;
     for (int32_t j = lo; j < hi; j++) {
         const double *xi = &x[3 * member[j]];
-        double *cc = &out[3 * j], wgt = C->weight[j], rot[3] = {0, 0, 0};
+        double *cc = &out[3 * j], wgt = weight[j], c0 = cc[0] - mean[0], c1 = cc[1] - mean[1], c2 = cc[2] - mean[2];
         if (angular) {
-            const double *xr = &pass->x_ref[3 * member[j]];
-            double r[3] = {xr[0] - fr[0], xr[1] - fr[1], xr[2] - fr[2]};
-            csm_v3_cross(omega, r, rot);
+            const double *xr = &x_ref[3 * member[j]];
+            double r0 = xr[0] - fr[0], r1 = xr[1] - fr[1], r2 = xr[2] - fr[2];
+            c0 -= omega[1] * r2 - omega[2] * r1;
+            c1 -= omega[2] * r0 - omega[0] * r2;
+            c2 -= omega[0] * r1 - omega[1] * r0;
         }
-        for (int a = 0; a < 3; a++) cc[a] = wgt * (xi[a] + gain * (cc[a] - mean[a] - rot[a]));
+        cc[0] = wgt * (xi[0] + gain * c0);
+        cc[1] = wgt * (xi[1] + gain * c1);
+        cc[2] = wgt * (xi[2] + gain * c2);
     }
 }
 
