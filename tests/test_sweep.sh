@@ -159,7 +159,11 @@ $py "$root/experiments/analysis/compare.py" out/tiny -q kinetic_energy -q angula
     bad "compare.py: $(cat compare.txt)"
 check "compare.py writes PNG and PDF" [ -s plots/compare.png -a -s plots/compare.pdf ]
 check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' compare.txt)" -eq 18 ]
-$py "$root/experiments/analysis/convergence.py" out/tiny -o plots/convergence >conv.txt 2>&1 || bad "convergence.py: $(cat conv.txt)"
+$py "$root/experiments/analysis/convergence.py" out/tiny --where rotation=polar_apq -o plots/convergence >conv.txt 2>&1 ||
+    bad "convergence.py: $(cat conv.txt)"
+# two rotations per cluster count are two series, not one: refused rather than pooled
+check "convergence.py refuses runs that differ in another swept key" \
+    sh -c "! $py '$root/experiments/analysis/convergence.py' out/tiny -o plots/pooled 2>&1 | grep -q 'observed rate'"
 check "convergence.py writes its plot" [ -s plots/convergence.png -a -s plots/convergence.pdf ]
 check "convergence.py reports a rate" grep -q "observed rate: error ~ clusters^" conv.txt
 $py "$root/experiments/analysis/timings.py" out/tiny >timings.txt 2>&1 || bad "timings.py: $(cat timings.txt)"
