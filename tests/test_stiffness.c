@@ -96,14 +96,15 @@ static void test_sheared_block_stores_material_energy(void **state)
     scene_stop(&s);
 
     /* Many overlapping clusters: the surface cuts some and leaves them anisotropic, calibrated
-       on the mean of A_rr's eigenvalues; the sum stays near the material's energy. */
+       on the mean of A_rr's eigenvalues; the sum stays within 2 % of the material's energy. */
     const char *sets[] = {"clustering.radius=0.3"};
     scene_start(&s, block, sets, 1);
     w = &s.sim.w;
     assert_true(w->C.k > 20);
     csm_fit_all(w, w->P.x);
     E = spring_energy(w, 1000);
-    assert_close(E, expect, 0.1 * expect);
+    printf("sheared block: %d clusters store %.4f of the material's energy\n", w->C.k, E / expect);
+    assert_close(E, expect, 0.02 * expect);
     scene_stop(&s);
 }
 
