@@ -299,9 +299,9 @@ static void write_param_attrs(hid_t file, const char *section, const csm_plugin_
         snprintf(name, sizeof name, "%s.%s", section, s->key);
         const csm_value *v = &pc->values[k];
         switch (s->type) {
-        case CSM_REAL:
+        case CSM_REAL: attr_double(file, name, &v->num, 1); break;
         case CSM_INT:
-        case CSM_BOOL: attr_double(file, name, &v->num, 1); break;
+        case CSM_BOOL: attr_int64(file, name, (int64_t)v->num); break; /* integers stay integers */
         case CSM_VEC3: attr_double(file, name, v->vec, 3); break;
         case CSM_MAT3: attr_double(file, name, v->vec, 9); break;
         case CSM_STRING: attr_string(file, name, v->str ? v->str : ""); break;
@@ -552,6 +552,10 @@ static int create_events(csm_log *log)
                     "weighted by w_ic m_i) at the "
                     "end of the embedding (NaN when none ran), embedding_iterations its Jacobi iterations, and "
                     "linear_energy the same sum for the linear embedding of the same set (NaN unless compared)");
+    if (log->events >= 0) /* a compound: the units of each field */
+        attr_string(log->events, "units",
+                    "frame: 1, time: s, kind: 1, cluster: 1, seed: 1, members: 1, cond_Fp: 1, embedding_energy: kg m^2, "
+                    "embedding_iterations: 1, linear_energy: kg m^2");
     H5Pclose(lcpl);
     H5Pclose(dcpl);
     H5Sclose(space);

@@ -151,6 +151,11 @@ int csm_cmd_info(int argc, char **argv)
         fprintf(stderr, "csm: %s: cannot open the log\n", path);
         return 1;
     }
+    if (H5Aexists(f, "csm_version") <= 0) {
+        fprintf(stderr, "csm: %s: an HDF5 file, but not a csm log (it has no csm_version attribute)\n", path);
+        H5Fclose(f);
+        return 2;
+    }
     char s[4096];
     printf("%s\n", path);
     if (note[0]) printf("  note: %s\n", note);

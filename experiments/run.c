@@ -159,6 +159,12 @@ static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
                 st.max, st.mean, h);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
@@ -253,6 +259,9 @@ int csm_cmd_run(int argc, char **argv)
     int tty = isatty(STDERR_FILENO);
     double started = csm_now(), last_print = 0, total_time = 0;
     int32_t first_frame = sim.frame;
+    /* each frame's time, for the median: one stall inflates a mean */
+    double *frame_ms = malloc(sizeof *frame_ms * (size_t)(cfg.frames > first_frame ? cfg.frames - first_frame : 1));
+    if (!frame_ms) abort();
     int status = 0;
     char status_text[1200] = "ok";
     if (a.resume) {
@@ -289,6 +298,7 @@ int csm_cmd_run(int argc, char **argv)
             }
             csm_sim_logged(&sim);
         }
+        frame_ms[sim.frame - first_frame - 1] = 1e3 * sim.last.total;
         total_time += sim.last.total;
         if (tty && (csm_now() - last_print > 0.2 || sim.frame == cfg.frames)) {
             progress(&sim, cfg.frames, first_frame, started, 1e3 * total_time / (sim.frame - first_frame));
@@ -311,10 +321,13 @@ int csm_cmd_run(int argc, char **argv)
         if (close_failed) fprintf(stderr, "csm: %s\n", cerr.msg);
         else fprintf(stderr, "csm: log (status '%.60s'): %s\n", status_text, path);
     } else {
-        printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame\n", cfg.name, sim.w.P.n, sim.w.C.k,
-               ran, ran ? 1e3 * total_time / ran : 0.0);
+        qsort(frame_ms, (size_t)ran, sizeof *frame_ms, cmp_double);
+        double median = ran ? (ran % 2 ? frame_ms[ran / 2] : 0.5 * (frame_ms[ran / 2 - 1] + frame_ms[ran / 2])) : 0.0;
+        printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame median (mean %.3f)\n", cfg.name, sim.w.P.n,
+               sim.w.C.k, ran, median, ran ? 1e3 * total_time / ran : 0.0);
         printf("log:     %s\nsidecar: %s\n", path, xmf);
     }
+    free(frame_ms);
     csm_sim_destroy(&sim);
     csm_config_free(&cfg);
     return status;

@@ -42,6 +42,9 @@ expect 2 "no particle inside the shape" -- "$csm" check "$tmp/empty.yaml"
 expect 0 "solver.modulus = 500 Pa: alpha_c 0.2[0-9]* \.\. 0.2" -- "$csm" check "$root/tests/configs/cantilever.yaml"
 expect 0 "16 of 16 clusters are clamped to 1 .*too coarse for the modulus \(time.substeps: [0-9]+ or more\)" -- \
     "$csm" check "$root/tests/configs/cantilever.yaml" --set time.substeps=1 --set time.dt=0.05
+# csm info on an HDF5 file that is not a csm log
+/usr/bin/python3 -c "import h5py; h5py.File('$tmp/plain.h5', 'w')['x'] = [1, 2, 3]"
+expect 2 "plain.h5: an HDF5 file, but not a csm log" -- "$csm" info "$tmp/plain.h5"
 expect 0 "bunny.yaml:[0-9]+: solver.alpha is not used when solver.modulus is set" -- \
     "$csm" check "$root/experiments/configs/bunny.yaml" --set solver.modulus=100
 expect 0 "conserve +none\|linear\|angular +default angular" -- "$csm" list

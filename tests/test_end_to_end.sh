@@ -25,6 +25,13 @@ check(T == 421 and frames == 421, "421 frames (frame 0 + 420)")
 check(f["/frames/positions"].shape == (T, n, 3), "positions (T, n, 3)")
 check(f["/frames/velocities"].shape == (T, n, 3), "velocities (T, n, 3)")
 check(f["/rest/mass"].shape == (n,) and f["/rest/object"].shape == (n,), "rest mass and object (n,)")
+datasets = []
+f.visititems(lambda name, obj: datasets.append(name) if isinstance(obj, h5py.Dataset) else None)
+bare = [d for d in datasets if "units" not in f[d].attrs or "description" not in f[d].attrs]
+check(len(datasets) > 40 and not bare, "every one of %d datasets has units and a description (not: %s)" % (len(datasets), bare))
+for name in ["alpha_c", "alpha_clamped"]:
+    check(f["/diagnostics/" + name].shape[0] == T, name + " per frame")
+check(f["/diagnostics/alpha_c"][-1].tolist() == [0.5, 0.5, 0.5], "alpha_c is alpha for every cluster without a modulus")
 for name in ["kinetic_energy", "potential_energy", "elastic_energy", "max_strain", "volume_ratio"]:
     check(f["/diagnostics/" + name].shape == (T,), name + " (T,)")
 for name in ["linear_momentum", "angular_momentum", "center_of_mass"]:
@@ -91,6 +98,8 @@ want = {"integrator": "strain_limited", "solver.mode": "rigid", "solver.gamma": 
 for key, value in want.items():
     if key not in attrs or attrs[key] != value:
         sys.exit(f"stretch_cube log attribute {key} = {attrs.get(key)!r}, expected {value!r}")
-print("ok: the log carries solver.mode, solver.gamma, solver.iterations")
+if not isinstance(attrs["solver.iterations"], np.integer):
+    sys.exit(f"solver.iterations is stored as {type(attrs['solver.iterations'])}, not an integer")
+print("ok: the log carries solver.mode, solver.gamma, solver.iterations (an integer)")
 PY
 echo "end to end: ok"

@@ -161,6 +161,9 @@ check "compare.py writes PNG and PDF" [ -s plots/compare.png -a -s plots/compare
 check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' compare.txt)" -eq 18 ]
 $py "$root/experiments/analysis/convergence.py" out/tiny --where rotation=polar_apq -o plots/convergence >conv.txt 2>&1 ||
     bad "convergence.py: $(cat conv.txt)"
+for script in "$root"/experiments/analysis/*.py; do
+    check "$(basename "$script") --help" sh -c "\"$py\" \"$script\" --help >/dev/null"
+done
 # two rotations per cluster count are two series, not one: refused rather than pooled
 check "convergence.py refuses runs that differ in another swept key" \
     sh -c "! $py '$root/experiments/analysis/convergence.py' out/tiny -o plots/pooled 2>&1 | grep -q 'observed rate'"

@@ -7,7 +7,7 @@ Columns: KE at frame 0, its maximum, its last value and its mean over the second
 at the end; the largest change of linear momentum from frame 0 (|dp|, kg m/s); the largest and the
 last strain beta (Bargteil-Jones Eq 4); the rotation angle of cluster 0 about z at frame 0 (deg).
 """
-import sys
+import argparse
 
 import h5py
 import numpy as np
@@ -28,8 +28,15 @@ def row(path):
                 f"{dp:9.3g} {strain.max():7.3g} {strain[-1]:7.3g} {angle:8.3f}  {f.attrs['status']}")
 
 
-if __name__ == "__main__":
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("logs", nargs="+", help="csm logs (.h5)")
+    a = ap.parse_args(argv)
     print(f"{'log':34s} {'integrator':15s} {'rotation':10s} {'KE0':>9s} {'KEmax':>9s} {'KEend':>9s} {'KEmean2':>9s} "
           f"{'Lz0':>9s} {'Lzend':>9s} {'|dp|':>9s} {'beta_max':>7s} {'beta_end':>7s} {'R0_deg':>8s}  status")
-    for path in sys.argv[1:]:
+    for path in a.logs:
         print(row(path))
+
+
+if __name__ == "__main__":
+    main()
