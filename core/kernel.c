@@ -325,7 +325,7 @@ void csm_conserve_frames(csm_world *w, const double *x, double *frame)
    out (the strain clamp of Bargteil-Jones Algorithm 2 line 10 moves g_ic to g + f (x - g), so
    c = (f - 1)(x - g)), with the sums the projection needs: s = sum w m c and, for the angular
    projection, t = sum w m r x c and sr = sum w m r, r = x_ref - xbar_ref. Inlined with constant
-   `clamp` and `angular`, so each setting gets its own branch-free loop. */
+   `clamp` and `angular`, so each setting gets its own loop without their tests. */
 static inline __attribute__((always_inline)) void corrections_sum(const csm_clusters *C, const double *x, int32_t c,
                                                                   const double *x_ref, const double *fr, double limit,
                                                                   const int clamp, const int angular, double sums[9])

@@ -1,7 +1,7 @@
 /* The three integrators, one step (Bargteil-Jones 2014 Algorithm 1) with three parameter tables:
 
      1  g = goals(0)                                        (skipped when no cluster has a gain)
-     2  v* = v + (g - x) alpha / h + h f / m
+     2  v* = v + alpha (g - x) / h + h f / m
         v* += damping towards each cluster's rigid motion    (Müller et al. 2007, Sec 3.5)
      3  x^0 = x + h v*
      4  for j < iterations:                                  (Jacobi)
