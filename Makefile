@@ -18,6 +18,7 @@ FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/dro
 .PHONY: figures build clean-figures movies
 figures: $(FIGURES)
 	@echo "figures in $(OUT)/:"; ls $(OUT)/*.md $(OUT)/*.png
+	@echo "disk used by $(OUT)/ (logs included; make clean-figures frees it): $$(du -sh $(OUT) | cut -f1)"
 
 # A build folder configured before keeps its settings (./build.sh test turns the tests on);
 # a new one is configured as ./build.sh run does, without the tests and their packages.
@@ -48,8 +49,9 @@ $(OUT)/spin_cube.md:
 $(OUT)/stretch_cube.md:
 	$(CSM) sweep $(C)/stretch_cube.yaml -o $(OUT)/stretch_cube --jobs $(JOBS) \
 	    --set 'sweep={clustering.radius: [0.35, 2], solver.iterations: [0, 5], solver.conserve: [none, angular]}'
-	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where conserve=none -q kinetic_energy -q max_strain --log -o $(OUT)/stretch_cube > $@
-	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where conserve=angular -q kinetic_energy -q max_strain --log -o $(OUT)/stretch_cube_angular >> $@
+	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where radius=0.35 -q kinetic_energy -q max_strain -q angular_momentum.z \
+	    --log -o $(OUT)/stretch_cube > $@
+	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where radius=2 -q kinetic_energy -q max_strain -o $(OUT)/stretch_cube_one_cluster >> $@
 	$(PY) $(A)/momenta.py $(OUT)/stretch_cube >> $@
 
 # Bargteil-Jones 2014 Sec 3: the cube dropped on the ground, shape matching, strain limiting, PBD.
@@ -148,7 +150,7 @@ $(OUT)/rotation_study.md:
 	$(PY) $(A)/momenta.py $(OUT)/rotation_study >> $@.tmp
 	mv $@.tmp $@
 
-# Movies of the twisted and compressed beams (needs Debian's ffmpeg).
+# Movies of the twisted and compressed beams (Debian's ffmpeg, which ./build.sh figures installs).
 movies: $(OUT)/table1.md
 	$(PY) $(A)/render.py $(OUT)/recluster/beam_twist.h5 --color new --view iso --every 2 --movie $(OUT)/beam_twist.mp4
 	$(PY) $(A)/render.py $(OUT)/recluster/beam_compress_elastic_embedded.h5 --color new --view iso --every 2 --movie $(OUT)/beam_compress_elastic.mp4

@@ -19,7 +19,7 @@ cd "$(dirname "$0")"
 # needs TEST_PKGS; RUN_PKGS include what the README's Python tour reads logs with.
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
 RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy"
-FIGURE_PKGS="python3-matplotlib python3-yaml"
+FIGURE_PKGS="python3-matplotlib python3-yaml ffmpeg"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml paraview python3-paraview xvfb xauth"
 

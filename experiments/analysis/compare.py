@@ -38,7 +38,7 @@ AXES = {"x": 0, "y": 1, "z": 2}
 def quantity(f, spec):
     """(values over the logged frames, axis label) of one quantity in an open log."""
     if spec == "energy":
-        return f["diagnostics/kinetic_energy"][:] + f["diagnostics/potential_energy"][:], "kinetic + potential energy"
+        return f["diagnostics/kinetic_energy"][:] + f["diagnostics/potential_energy"][:], "kinetic + potential energy (J)"
     if spec == "clusters":
         return f["clusters/count"][:].astype(float), "clusters"
     if spec.startswith("timing:"):
@@ -58,25 +58,28 @@ def quantity(f, spec):
             sys.exit(f"{spec}: particle {i} is outside 0..{n - 1}")
         x = f["frames/positions"][:, i, :]
         if kind == "displacement":
-            return np.linalg.norm(x - x[0], axis=1), f"particle {i} displacement"
+            return np.linalg.norm(x - x[0], axis=1), f"particle {i} displacement (m)"
         if comp not in AXES:
             sys.exit(f"{spec}: expected position:ID.x, .y or .z")
-        return x[:, AXES[comp]], f"particle {i} {comp}"
+        return x[:, AXES[comp]], f"particle {i} {comp} (m)"
     name, _, comp = spec.partition(".")
     path = "diagnostics/" + name
     if path not in f:
         have = ", ".join(sorted(f["diagnostics"].keys()))
         sys.exit(f"{f.filename}: no /{path} (diagnostics here: {have})")
     d = f[path][:]
+    units = f[path].attrs.get("units", b"")
+    units = units.decode() if isinstance(units, bytes) else str(units)
+    unit = f" ({units})" if units and units != "1" else ""
     if d.ndim == 2:
         if comp:
             if comp not in AXES:
                 sys.exit(f"{spec}: expected {name}.x, .y or .z")
-            return d[:, AXES[comp]], spec
-        return np.linalg.norm(d, axis=1), f"|{name}|"
+            return d[:, AXES[comp]], spec + unit
+        return np.linalg.norm(d, axis=1), f"|{name}|{unit}"
     if comp:
         sys.exit(f"{spec}: {name} is not a vector")
-    return d.astype(float), name
+    return d.astype(float), name + unit
 
 
 def main(argv=None):
