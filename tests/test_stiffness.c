@@ -150,6 +150,46 @@ static void test_gains_follow_the_derivation(void **state)
     scene_stop(&s);
 }
 
+/* The gains follow the clusters as they are: on the plastic bar that reclusters, after clusters
+   were removed and added and F^p flowed, every cluster's k_c is 6 mu m_c / (rho sum w m |F^p p|^2)
+   summed here by hand from its members. */
+static void test_gains_follow_plasticity_and_reclustering(void **state)
+{
+    (void)state;
+    const char *sets[] = {"recluster.method=embedded", "recluster.cond_max=1.5", "solver.modulus=50",
+                          "time.substeps=2", "time.frames=45"};
+    csm_register_builtins();
+    csm_config cfg;
+    csm_sim sim;
+    csm_error err;
+    if (csm_config_load(CSM_TEST_DIR "/configs/recluster_bar.yaml", sets, 5, &cfg, &err)) fail_msg("%s", err.msg);
+    if (csm_sim_create(&cfg, &sim, &err)) fail_msg("%s", err.msg);
+    int32_t initial = sim.w.C.k;
+    for (int f = 0; f < cfg.frames; f++)
+        if (csm_sim_frame(&sim, &err)) fail_msg("%s", err.msg);
+    const csm_world *w = &sim.w;
+    const csm_clusters *C = &w->C;
+    assert_true(C->next_id > initial); /* clusters were added */
+    double mu = 50, rho = 2.0 / (1.2 * 0.4 * 0.4);
+    int plastic = 0;
+    for (int32_t c = 0; c < C->k; c++) {
+        const double *Fp = &C->Fp[9 * c];
+        plastic += fabs(Fp[0] - 1) + fabs(Fp[4] - 1) + fabs(Fp[8] - 1) > 1e-3;
+        double S = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            double q[3];
+            csm_m3_mul_v3(Fp, &C->p[3 * j], q);
+            S += C->wmass[j] * csm_v3_dot(q, q);
+        }
+        double k = 6 * mu * C->mass[c] / (rho * S);
+        assert_close(csm_modulus_stiffness(w, mu, c), k, 1e-9 * k);
+    }
+    assert_true(plastic > 0);
+    assert_true(w->gains.max > 0 && w->gains.min <= w->gains.mean && w->gains.mean <= w->gains.max);
+    csm_sim_destroy(&sim);
+    csm_config_free(&cfg);
+}
+
 /* A points shape has no volume, so no density: a modulus is refused with file and line. */
 static void test_modulus_needs_a_density(void **state)
 {
@@ -238,6 +278,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sheared_block_stores_material_energy),
         cmocka_unit_test(test_gains_follow_the_derivation),
+        cmocka_unit_test(test_gains_follow_plasticity_and_reclustering),
         cmocka_unit_test(test_modulus_needs_a_density),
         cmocka_unit_test(test_cantilever_converges),
     };
