@@ -921,9 +921,23 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     H5Dclose(tds);
     H5Fclose(file);
 
-    /* The sidecar refers to the log by its file name: both sit in one folder. */
-    const char *base = strrchr(h5path, '/');
-    base = base ? base + 1 : h5path;
+    /* The sidecar refers to the log by its file name: both sit in one folder. The name goes into
+       element text, so &, < and > are escaped (quotes too, for good measure). */
+    const char *name = strrchr(h5path, '/');
+    name = name ? name + 1 : h5path;
+    char base[6 * 1024];
+    size_t nb = 0;
+    for (const char *ch = name; *ch && nb + 7 < sizeof base; ch++) {
+        const char *esc = *ch == '&' ? "&amp;" : *ch == '<' ? "&lt;" : *ch == '>' ? "&gt;" : *ch == '"' ? "&quot;"
+                        : *ch == '\'' ? "&apos;" : NULL;
+        if (esc) {
+            memcpy(base + nb, esc, strlen(esc));
+            nb += strlen(esc);
+        } else {
+            base[nb++] = *ch;
+        }
+    }
+    base[nb] = '\0';
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", buf);
     FILE *f = fopen(tmp, "w");

@@ -10,7 +10,9 @@ if ! command -v pvpython >/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/drop.h5" --frames 12 >/dev/null
+# a log name with the characters XML must escape: the sidecar stays valid and opens
+name="drop & <cube> 'a'"
+"$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/$name.h5" --frames 12 >/dev/null
 cat >"$tmp/open.py" <<'PY'
 import sys
 from paraview.simple import OpenDataFile
@@ -24,12 +26,15 @@ print("READER %s STEPS %d POINTS %d YMIN %.9f YMAX %.9f" % (reader.GetXMLName(),
 PY
 run=(pvpython --force-offscreen-rendering)
 [ -z "${DISPLAY:-}" ] && command -v xvfb-run >/dev/null && run=(xvfb-run -a pvpython)
-out=$("${run[@]}" "$tmp/open.py" "$tmp/drop.xmf" 2>&1 | grep '^READER' || true)
+/usr/bin/python3 -c "import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])" "$tmp/$name.xmf" ||
+    { echo "the sidecar is not well-formed XML"; echo "0 passed, 1 failed"; exit 1; }
+out=$("${run[@]}" "$tmp/open.py" "$tmp/$name.xmf" 2>&1 | grep '^READER' || true)
 echo "$out"
 want=$(/usr/bin/python3 -c "
 import h5py
-f = h5py.File('$tmp/drop.h5', 'r'); x = f['/frames/positions']
-print('STEPS %d POINTS %d YMIN %.9f YMAX %.9f' % (x.shape[0], x.shape[1], x[-1][:, 1].min(), x[-1][:, 1].max()))")
+import sys
+f = h5py.File(sys.argv[1], 'r'); x = f['/frames/positions']
+print('STEPS %d POINTS %d YMIN %.9f YMAX %.9f' % (x.shape[0], x.shape[1], x[-1][:, 1].min(), x[-1][:, 1].max()))" "$tmp/$name.h5")
 echo "want: $want"
 case "$out" in
 *"$want"*) echo "1 passed, 0 failed" ;;
