@@ -1250,6 +1250,12 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
         rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
                       "version, or a changed mesh file?); it cannot be resumed", path);
     if (!rc) rc = restore_frame(log, sim, &lf, err);
+    /* nothing is written yet: a run that would end before the frame it continues from is refused */
+    if (!rc && sim->frame > sim->cfg->frames)
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
+                      "%s: it already holds frame %d, past the %d frames asked (--frames counts from the start "
+                      "of the run: give more, or leave it out to run the config's own)",
+                      path, sim->frame, sim->cfg->frames);
     if (!rc) {
         rc = trim_log(log, &lf);
         log->frames = (int64_t)lf.e.T;

@@ -376,7 +376,7 @@ static int parse_threads(const char *s, int *threads, int cap)
     while (*s) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (end == s || v < 1 || v > 1024 || n == cap) return -1;
+        if (end == s || v < 1 || v > csm_threads_max() || n == cap) return -1;
         threads[n++] = (int)v;
         if (*end == ',') end++;
         else if (*end) return -1;
@@ -438,7 +438,8 @@ int csm_cmd_bench(int argc, char **argv)
         } else if (!strcmp(s, "--threads") && next) {
             nthreads = parse_threads(next, threads, 16);
             if (nthreads < 0) {
-                fprintf(stderr, "csm: bench: --threads %s: expected positive integers separated by commas\n", next);
+                fprintf(stderr, "csm: bench: --threads %s: expected integers from 1 to %d separated by commas\n", next,
+                        csm_threads_max());
                 free(names);
                 return 2;
             }

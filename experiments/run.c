@@ -54,11 +54,13 @@ static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
             k++;
         } else if (allow_run_options && !strcmp(s, "--threads") && next) {
             char *end;
-            a->threads = (int)strtol(next, &end, 10);
-            if (*end || a->threads < 1) {
-                fprintf(stderr, "csm: --threads %s: expected a positive integer\n", next);
+            long t = strtol(next, &end, 10);
+            if (!*next || *end || t < 1 || t > csm_threads_max()) {
+                fprintf(stderr, "csm: --threads %s: expected an integer from 1 to %d (four per processor, at least 64)\n", next,
+                        csm_threads_max());
                 return -1;
             }
+            a->threads = (int)t;
             k++;
         } else if (allow_run_options && !strcmp(s, "--force")) {
             a->force = 1;
@@ -88,6 +90,12 @@ static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
         a->sets[a->nsets++] = a->frames_set;
     }
     return 0;
+}
+
+int csm_threads_max(void)
+{
+    long p = sysconf(_SC_NPROCESSORS_ONLN);
+    return p > 16 ? (int)(4 * p) : 64;
 }
 
 static char *out_override(const char *out)

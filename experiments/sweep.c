@@ -147,6 +147,11 @@ static int parse_args(int argc, char **argv, sweep_args *a)
             if (parse_count(s, argv[++k], 1, &a->jobs)) return -1;
         } else if (!strcmp(s, "--threads") && next) {
             if (parse_count(s, argv[++k], 1, &a->threads)) return -1;
+            if (a->threads > csm_threads_max()) {
+                fprintf(stderr, "csm: --threads %d: expected an integer from 1 to %d (four per processor, at least 64)\n",
+                        a->threads, csm_threads_max());
+                return -1;
+            }
         } else if (!strcmp(s, "--shard") && next) {
             char buf[64];
             snprintf(buf, sizeof buf, "%s", argv[++k]);

@@ -42,6 +42,10 @@ expect 2 "no particle inside the shape" -- "$csm" check "$tmp/empty.yaml"
 expect 0 "solver.modulus = 500 Pa: alpha_c 0.2[0-9]* \.\. 0.2" -- "$csm" check "$root/tests/configs/cantilever.yaml"
 expect 0 "16 of 16 clusters are clamped to 1 .*too coarse for the modulus \(time.substeps: [0-9]+ or more\)" -- \
     "$csm" check "$root/tests/configs/cantilever.yaml" --set time.substeps=1 --set time.dt=0.05
+# --threads is bounded (libgomp aborts on 1000 threads and crashes on 65536)
+expect 2 "^csm: --threads 65536: expected an integer from 1 to [0-9]+" -- "$csm" run "$tmp/ok.yaml" --threads 65536 -o "$tmp/t.h5"
+expect 2 "^csm: --threads 1000: expected an integer from 1 to [0-9]+" -- "$csm" sweep "$tmp/ok.yaml" --threads 1000 -o "$tmp/sw"
+expect 2 "--threads 4096: expected integers from 1 to [0-9]+" -- "$csm" bench bunny --threads 4096
 # csm info on an HDF5 file that is not a csm log
 /usr/bin/python3 -c "import h5py; h5py.File('$tmp/plain.h5', 'w')['x'] = [1, 2, 3]"
 expect 2 "plain.h5: an HDF5 file, but not a csm log" -- "$csm" info "$tmp/plain.h5"
@@ -52,7 +56,7 @@ expect 0 "modulus +real +default 0" -- "$csm" list
 expect 2 "cannot open config" -- "$csm" check "$tmp/missing.yaml"
 expect 2 "is a directory" -- "$csm" run "$tmp"
 expect 2 "unknown or incomplete option '--fast'" -- "$csm" run "$tmp/ok.yaml" --fast
-expect 2 "--threads x: expected a positive integer" -- "$csm" run "$tmp/ok.yaml" --threads x
+expect 2 "--threads x: expected an integer from 1 to" -- "$csm" run "$tmp/ok.yaml" --threads x
 expect 0 "substeps: 1" -- "$csm" check "$tmp/ok.yaml"
 expect 0 "alpha: 0.25" -- "$csm" check "$tmp/ok.yaml" --set solver.alpha=0.25
 expect 0 "log: +$tmp/sub/dir/ok.h5" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/sub/dir/ok.h5"

@@ -84,6 +84,14 @@ check "resume after kill -9" [ $? -eq 0 ]
 check "... says where it resumes" grep -q "resuming .* at frame" "$tmp/resume.err"
 check "resumed after kill -9 = uninterrupted, bit for bit" [ "$(compare "$tmp/full.h5" "$tmp/kill.h5")" = same ]
 check "csm info counts the resume" grep -qE "resumed +1 time" <("$csm" info "$tmp/kill.h5")
+# --frames below the frame a log holds: refused, and the log is left as it was
+cp "$tmp/kill.h5" "$tmp/kill_before.h5"
+"$csm" run --resume "$tmp/kill.h5" --frames 3 >/dev/null 2>"$tmp/short.err"
+rc=$?
+check "resume with --frames below the log's frame: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "... says why, in one line" [ "$(grep -c "already holds frame .*, past the 3 frames asked" "$tmp/short.err")" = 1 ]
+check "... and leaves the log as it was" [ "$(compare "$tmp/kill_before.h5" "$tmp/kill.h5")" = same ]
+check "... status still ok" grep -qE "^  status +ok" <("$csm" info "$tmp/kill.h5")
 
 # --- SIGINT and SIGTERM ------------------------------------------------------------------
 for sig in INT TERM; do
