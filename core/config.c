@@ -211,6 +211,20 @@ static csm_node *scalar_new(const char *text, const char *src, int line)
 }
 
 /* "file:line" or "--set key=value" for messages. */
+/* Print a note once per process: a sweep loads its config once per run, and the same unused key
+   is one note, not one per run. Remembers the last notes by a hash of their text. */
+static void note_once(const char *msg)
+{
+    static uint64_t seen[64];
+    static int nseen;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *c = msg; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    for (int k = 0; k < nseen && k < 64; k++)
+        if (seen[k] == h) return;
+    seen[nseen++ % 64] = h;
+    fputs(msg, stderr);
+}
+
 static const char *where(const csm_node *n, char *buf, size_t size)
 {
     return csm_cfg_where(n ? n->src : NULL, n ? n->line : 0, buf, (int)size);
@@ -680,9 +694,10 @@ static int parse_section(csm_node *map, const section_ctx *sc, csm_value *values
             break;
         }
         if (used_by_other) {
-            char wbuf[512];
-            fprintf(stderr, "csm: note: %s: %s is not used by %s\n", where(n, wbuf, sizeof wbuf),
-                    path, sc->owner ? sc->owner : sc->path);
+            char wbuf[512], msg[1024];
+            snprintf(msg, sizeof msg, "csm: note: %s: %s is not used by %s\n", where(n, wbuf, sizeof wbuf), path,
+                     sc->owner ? sc->owner : sc->path);
+            note_once(msg);
             continue;
         }
         suggest sg = {n->key, NULL, 99};

@@ -327,7 +327,8 @@ int csm_cmd_run(int argc, char **argv)
     if (status) {
         fprintf(stderr, "csm: %s\n", err.msg);
         if (close_failed) fprintf(stderr, "csm: %s\n", cerr.msg);
-        else fprintf(stderr, "csm: log (status '%.60s'): %s\n", status_text, path);
+        else /* the message is the line above: the status's first word says what the log holds */
+            fprintf(stderr, "csm: log (status '%.*s'): %s\n", (int)strcspn(status_text, ":"), status_text, path);
     } else {
         qsort(frame_ms, (size_t)ran, sizeof *frame_ms, cmp_double);
         double median = ran ? (ran % 2 ? frame_ms[ran / 2] : 0.5 * (frame_ms[ran / 2 - 1] + frame_ms[ran / 2])) : 0.0;

@@ -46,6 +46,18 @@ expect 0 "16 of 16 clusters are clamped to 1 .*too coarse for the modulus \(time
 expect 2 "^csm: --threads 65536: expected an integer from 1 to [0-9]+" -- "$csm" run "$tmp/ok.yaml" --threads 65536 -o "$tmp/t.h5"
 expect 2 "^csm: --threads 1000: expected an integer from 1 to [0-9]+" -- "$csm" sweep "$tmp/ok.yaml" --threads 1000 -o "$tmp/sw"
 expect 2 "--threads 4096: expected integers from 1 to [0-9]+" -- "$csm" bench bunny --threads 4096
+# help: csm --help lists --resume; COMMAND --help is that command's usage and exit 0
+expect 0 "csm run --resume LOG.h5" -- "$csm" --help
+expect 0 "csm run --resume LOG.h5" -- "$csm" run --help
+expect 0 "csm sweep CONFIG" -- "$csm" sweep -h
+expect 0 "csm info OUT.h5" -- "$csm" info --help
+# a note about an unused key is said once, not once per run of a sweep
+printf 'name: notes\ntime: {frames: 2}\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\nsolver: {integrator: pbd, alpha: 0.3}\nsweep:\n  solver.iterations: [1, 2, 3]\n' >"$tmp/notes.yaml"
+notes=$("$csm" sweep "$tmp/notes.yaml" -o "$tmp/notes" --jobs 1 2>&1 | grep -c "alpha is not used by pbd")
+[ "$notes" = 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the sweep said the unused-key note $notes times"; }
+# a failed run names its status's kind after the full message, not a message cut at 60 characters
+printf 'name: fast\ntime: {frames: 3, max_speed: 0.001}\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\n    velocity: [1, 0, 0]\n' >"$tmp/fast.yaml"
+expect 1 "log \(status 'failed'\)" -- "$csm" run "$tmp/fast.yaml" -o "$tmp/fast.h5"
 # csm info on an HDF5 file that is not a csm log
 /usr/bin/python3 -c "import h5py; h5py.File('$tmp/plain.h5', 'w')['x'] = [1, 2, 3]"
 expect 2 "plain.h5: an HDF5 file, but not a csm log" -- "$csm" info "$tmp/plain.h5"
