@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "files.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
@@ -1259,28 +1261,12 @@ int csm_config_load(const char *path, const char *const *overrides, int noverrid
                     csm_config *cfg, csm_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open config: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: is a directory, not a config file", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open config: %s", path, strerror(errno));
-    size_t len = 0, cap = 4096;
-    unsigned char *bytes = malloc(cap);
-    for (size_t got; bytes && (got = fread(bytes + len, 1, cap - len, f)) > 0;) {
-        len += got;
-        if (len == cap) {
-            unsigned char *grown = realloc(bytes, 2 * cap);
-            if (!grown) free(bytes);
-            bytes = grown;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!bytes) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    char *text;
+    size_t len;
+    if (csm_read_file(path, "config", CSM_CONFIG_MAX_BYTES, &text, &len, err)) return -1;
+    const unsigned char *bytes = (const unsigned char *)text;
     int rc = check_text(bytes, len, path, err);
-    free(bytes);
+    free(text);
     return rc ? rc : load(path, NULL, overrides, noverrides, cfg, err);
 }
 
@@ -1331,7 +1317,20 @@ static int load(const char *path, const char *text, const char *const *overrides
         free(nn->text);
         nn->text = dupstr(cfg->name, len);
     } else {
-        cfg->name = dupstr(top[0].str, strlen(top[0].str));
+        /* the name becomes out/<name>.h5 and a sweep's folder: one file name, nothing that climbs
+           out of a folder or breaks a line */
+        const char *nm = top[0].str;
+        size_t len = strlen(nm), ok = strspn(nm, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-");
+        if (ok != len || nm[0] == '.' || len > 128) {
+            char wbuf[512];
+            csm_node *nn = map_get(root, "name");
+            csm_fail(err, CSM_EXIT_BAD_INPUT,
+                     "%s: name = '%s': a run's name becomes a file name: up to 128 letters, digits, '.', '_', '+' "
+                     "and '-', not starting with '.'", where(nn ? nn : root, wbuf, sizeof wbuf), nm);
+            free(top[0].str);
+            goto fail;
+        }
+        cfg->name = dupstr(nm, len);
     }
     free(top[0].str);
     cfg->seed = (uint64_t)top[1].num;

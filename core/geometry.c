@@ -284,10 +284,13 @@ static int sample_at(const csm_shape *sh, int index, uint64_t seed, double h, po
     const csm_object_cfg *o = sh->o;
     double cells = 1;
     for (int d = 0; d < 3; d++) cells *= 2.0 * sh->half[d] / h + 1.0;
-    if (cells > 5e8)
+    if (cells > 5e8) {
+        char at[512];
         return csm_fail(err, CSM_EXIT_BAD_INPUT,
-                        "objects[%d]: sampling spacing %g gives about %.3g grid points; use a larger spacing", index, h,
-                        cells);
+                        "%s: objects[%d].sampling: spacing %g gives about %.3g grid points; use a larger spacing",
+                        csm_cfg_where(o->sampling.src, o->sampling.line ? o->sampling.line : o->line, at, sizeof at),
+                        index, h, cells);
+    }
     out->n = 0;
     if (o->sampling_type == CSM_SAMPLING_GRID) {
         sample_grid(sh, sh->half, h, out);

@@ -1,5 +1,6 @@
 #include "mesh.h"
 
+#include "files.h"
 #include "grow.h"
 
 #include "csm_math.h"
@@ -296,31 +297,9 @@ int csm_mesh_parse(csm_mesh *m, const char *name, const char *text, size_t len, 
 int csm_mesh_load(csm_mesh *m, const char *path, csm_error *err)
 {
     memset(m, 0, sizeof *m);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the mesh: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *text = malloc(cap + 1);
-    for (size_t got; text && (got = fread(text + len, 1, cap - len, fp)) > 0;) {
-        len += got;
-        if (len == cap) {
-            char *t = realloc(text, 2 * cap + 1);
-            if (!t) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = t;
-            cap *= 2;
-        }
-    }
-    int read_error = ferror(fp);
-    fclose(fp);
-    if (!text) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
-    if (read_error) {
-        free(text);
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read the mesh (is it a folder?)", path);
-    }
-    text[len] = 0;
+    char *text;
+    size_t len;
+    if (csm_read_file(path, "mesh", CSM_MESH_MAX_BYTES, &text, &len, err)) return -1;
     return parse_owned(m, path, text, len, err);
 }
 

@@ -7,6 +7,7 @@
 #include "sim.h"
 
 #include <errno.h>
+#include <hdf5.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -230,6 +231,12 @@ int csm_cmd_run(int argc, char **argv)
     struct stat st;
     if (!a.resume && stat(path, &st) == 0 && !a.force) {
         fprintf(stderr, "csm: %s already exists (use --force to overwrite it, or --resume to continue it)\n", path);
+        csm_config_free(&cfg);
+        return 2;
+    }
+    /* --force replaces an old log, never anything else (the config itself, a mesh, a folder) */
+    if (!a.resume && stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0)) {
+        fprintf(stderr, "csm: %s exists and is not an HDF5 log; --force overwrites only logs\n", path);
         csm_config_free(&cfg);
         return 2;
     }

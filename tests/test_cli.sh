@@ -65,8 +65,16 @@ expect 0 "bunny.yaml:[0-9]+: solver.alpha is not used when solver.modulus is set
     "$csm" check "$root/experiments/configs/bunny.yaml" --set solver.modulus=100
 expect 0 "conserve +none\|linear\|angular +default angular" -- "$csm" list
 expect 0 "modulus +real +default 0" -- "$csm" list
-expect 2 "cannot open config" -- "$csm" check "$tmp/missing.yaml"
-expect 2 "is a directory" -- "$csm" run "$tmp"
+expect 2 "cannot open the config" -- "$csm" check "$tmp/missing.yaml"
+expect 2 "is a folder, not a config file" -- "$csm" run "$tmp"
+# only regular files of bounded size are read: a device, a pipe (which would block) and a large file
+expect 2 "/dev/zero: is a device or socket, not a config file" -- "$csm" check /dev/zero
+mkfifo "$tmp/pipe.yaml"
+expect 2 "pipe.yaml: is a pipe, not a config file" -- timeout 10 "$csm" check "$tmp/pipe.yaml"
+head -c 17000000 /dev/zero | tr '\0' '#' >"$tmp/huge.yaml"
+expect 2 "huge.yaml: 17000000 bytes, more than a config may have \(16 MiB\)" -- "$csm" check "$tmp/huge.yaml"
+printf 'objects:\n  - shape: {type: mesh, path: /dev/zero}\n' >"$tmp/zero_mesh.yaml"
+expect 2 "/dev/zero: is a device or socket, not a mesh file" -- timeout 10 "$csm" check "$tmp/zero_mesh.yaml"
 expect 2 "unknown or incomplete option '--fast'" -- "$csm" run "$tmp/ok.yaml" --fast
 expect 2 "--threads x: expected an integer from 1 to" -- "$csm" run "$tmp/ok.yaml" --threads x
 expect 0 "substeps: 1" -- "$csm" check "$tmp/ok.yaml"
@@ -92,7 +100,7 @@ expect 2 "flat.off: the mesh encloses no volume" -- "$csm" check "$tmp/mesh.yaml
 mesh_cfg "$tmp/cut.off" 0.1
 expect 2 "cut.off:9: truncated: the header promises 4 faces" -- "$csm" check "$tmp/mesh.yaml"
 mesh_cfg "$tmp" 0.1
-expect 2 "cannot read the mesh \(is it a folder\?\)" -- "$csm" check "$tmp/mesh.yaml"
+expect 2 "is a folder, not a mesh file" -- "$csm" check "$tmp/mesh.yaml"
 mesh_cfg "$tmp/tet.off" 2
 expect 2 "mesh.yaml:2: objects\[0\]: no particle inside the shape" -- "$csm" check "$tmp/mesh.yaml"
 printf 'objects:\n  - shape: {type: points, positions: [[0, 0, 0], [1, 0]]}\n' >"$tmp/pts.yaml"
@@ -105,7 +113,18 @@ expect 2 "--set #1: time.max_speed = -1 is outside" -- "$csm" check "$tmp/ok.yam
 
 # output paths that cannot be written
 expect 2 "cannot create folder .*: Not a directory" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/ok.yaml/sub/out.h5"
-expect 2 "cannot create the log: Is a directory" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/sub" --force
+expect 2 "sub exists and is not an HDF5 log; --force overwrites only logs" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/sub" --force
+# -o naming the config itself: --force never overwrites a config with a log
+cp "$tmp/ok.yaml" "$tmp/self.yaml"
+expect 2 "self.yaml exists and is not an HDF5 log" -- "$csm" run "$tmp/self.yaml" -o "$tmp/self.yaml" --force
+cmp -s "$tmp/ok.yaml" "$tmp/self.yaml" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: -o self.yaml --force changed the config"; }
+# name: is a file name
+printf 'name: ../../x\nobjects:\n  - shape: {type: box, size: [0.2, 0.2, 0.2]}\n    sampling: {spacing: 0.1}\n' >"$tmp/climb.yaml"
+expect 2 "climb.yaml:1: name = '../../x': a run's name becomes a file name" -- "$csm" run "$tmp/climb.yaml"
+expect 2 "--set #1: name = 'a.b c'" -- "$csm" check "$tmp/ok.yaml" --set "name=a.b c"
+# a spacing that asks for too many grid points names the file and line
+printf 'objects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {spacing: 1e-6}\n' >"$tmp/dense.yaml"
+expect 2 "dense.yaml:3: objects\[0\].sampling: spacing 1e-06 gives about 1e\+18 grid points" -- "$csm" check "$tmp/dense.yaml"
 expect 2 "cannot create the log: Permission denied" -- "$csm" run "$tmp/ok.yaml" -o /sys/csm_out.h5 --force
 
 echo "$pass passed, $fail failed"

@@ -115,9 +115,9 @@ static void test_files(void **state)
     csm_error err;
     assert_int_not_equal(csm_config_load("/nonexistent/x.yaml", NULL, 0, &cfg, &err), 0);
     assert_int_equal(err.code, 2);
-    assert_non_null(strstr(err.msg, "/nonexistent/x.yaml: cannot open config"));
+    assert_non_null(strstr(err.msg, "/nonexistent/x.yaml: cannot open the config"));
     assert_int_not_equal(csm_config_load("/tmp", NULL, 0, &cfg, &err), 0);
-    assert_non_null(strstr(err.msg, "is a directory"));
+    assert_non_null(strstr(err.msg, "is a folder, not a config file"));
     expect_error_sets("", 0, NULL, 0, "@:1: empty config", NULL);
     expect_error_sets("# only a comment\n", 17, NULL, 0, "empty config", NULL);
     static const char binary[] = "name: a\n\0\x01\x02garbage";

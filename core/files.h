@@ -1,0 +1,20 @@
+/* Input files read whole, bounded: a config or a mesh must be a regular file of at most a given
+   size, so /dev/zero, a FIFO or a folder is refused with one line instead of read until memory
+   runs out or waited on forever. */
+#ifndef CSM_FILES_H
+#define CSM_FILES_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* The largest config and mesh files read (bytes). */
+#define CSM_CONFIG_MAX_BYTES ((size_t)16 << 20)
+#define CSM_MESH_MAX_BYTES ((size_t)1 << 30)
+
+/* Read the regular file `path` whole into *text (NUL-terminated, the caller frees) and its size
+   into *len. `what` names the file in messages ("config", "mesh"). Fails with CSM_EXIT_BAD_INPUT
+   on a missing, unreadable or non-regular file or one over `limit` bytes. */
+int csm_read_file(const char *path, const char *what, size_t limit, char **text, size_t *len, csm_error *err);
+
+#endif
