@@ -4,6 +4,7 @@
 #include "clustering.h"
 #include "csm_version.h"
 #include "kernel.h"
+#include "lock.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -159,7 +160,28 @@ struct csm_log {
     unsigned char *rest_copy;
     size_t rest_bytes, rest_cap;
     int broken; /* a write failed: the file is left as the last flush made it */
+    int lock_fd;     /* csm_lock_take of lock_path, held while this process writes the log; -1 when not */
+    char *lock_path; /* <log>.lock */
 };
+
+/* One writer per log: the lock beside it, taken before the file is created or touched. */
+static int take_log_lock(csm_log *log, const char *path, csm_error *err)
+{
+    size_t len = strlen(path) + 6;
+    log->lock_path = malloc(len);
+    if (!log->lock_path) abort();
+    snprintf(log->lock_path, len, "%s.lock", path);
+    log->lock_fd = csm_lock_take(log->lock_path, path, "log", err);
+    return log->lock_fd < 0 ? -1 : 0;
+}
+
+static void drop_log_lock(csm_log *log)
+{
+    if (log->lock_path) csm_lock_drop(log->lock_fd, log->lock_path);
+    free(log->lock_path);
+    log->lock_path = NULL;
+    log->lock_fd = -1;
+}
 
 void csm_log_init(void)
 {
@@ -613,6 +635,12 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     const csm_config *cfg = sim->cfg;
     csm_log *log = calloc(1, sizeof *log);
     if (!log) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    /* before the file is truncated: a log another process writes is refused, not overwritten */
+    if (take_log_lock(log, path, err)) {
+        drop_log_lock(log);
+        free(log);
+        return -1;
+    }
     /* SWMR needs the latest file format (DESIGN.md: HDF5 SWMR) */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
@@ -620,9 +648,11 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (log->file < 0) {
+        int e = errno;
+        drop_log_lock(log);
         free(log);
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create the log: %s", path,
-                        errno ? strerror(errno) : "HDF5 error");
+                        e ? strerror(e) : "HDF5 error");
     }
     log->n = w->P.n;
     log->goals = cfg->output_goals;
@@ -884,6 +914,7 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
         if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);
         else csm_fail(err, CSM_EXIT_FAILURE, "%s: could not close the log cleanly", log->path);
     } /* else given up while opening: the file keeps what it had */
+    drop_log_lock(log);
     free(log->path);
     free(log->goal);
     free(log->rest_copy);
@@ -1232,13 +1263,24 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     if (probe < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
     H5Fclose(probe);
     if (live) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed while it runs", path, note);
+    csm_log lock = {0};
+    if (take_log_lock(&lock, path, err)) { /* a resume or a --force run of this log elsewhere */
+        drop_log_lock(&lock);
+        return -1;
+    }
     hid_t file = open_clearing(path);
-    if (file < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
+    if (file < 0) {
+        drop_log_lock(&lock);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
+    }
     csm_log *log = log_handle(path, file);
     if (!log) {
         H5Fclose(file);
+        drop_log_lock(&lock);
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     }
+    log->lock_fd = lock.lock_fd;
+    log->lock_path = lock.lock_path;
     log->n = w->P.n;
     log->goals = sim->cfg->output_goals;
     log->quadratic = w->C.Q != NULL;

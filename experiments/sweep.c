@@ -6,6 +6,7 @@
    swept values, status, frames, wall time and log. `--shard K/N` (or a Slurm job array) runs
    every N-th run. */
 #include "commands.h"
+#include "lock.h"
 
 #include "config.h"
 #include "log.h"
@@ -618,7 +619,25 @@ int csm_cmd_sweep(int argc, char **argv)
         fprintf(stderr, "csm: %s\n", err.msg);
         goto done;
     }
+    /* One sweep per folder: a sweep holds the folder's lock for its life, exclusively, or shared
+       with the other shards of the same sweep, each of which holds its own shard's lock. A second
+       sweep into the folder is refused before it runs anything. */
+    char folder_lock[4200], shard_lock[4300];
+    snprintf(folder_lock, sizeof folder_lock, "%s/.sweep.lock", s.dir);
+    snprintf(shard_lock, sizeof shard_lock, "%s/.sweep-shard-%d-of-%d.lock", s.dir, s.a.shard_k, s.a.shard_n);
+    int sharded = s.a.shard_n > 1;
+    int folder_fd = sharded ? csm_lock_share(folder_lock, s.dir, "sweep folder (another unsharded sweep)", &err)
+                            : csm_lock_take(folder_lock, s.dir, "sweep folder", &err);
+    int shard_fd = folder_fd >= 0 && sharded ? csm_lock_take(shard_lock, s.dir, "shard of the sweep", &err) : -1;
+    if (folder_fd < 0 || (sharded && shard_fd < 0)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        csm_lock_drop(folder_fd, NULL);
+        rc = 2;
+        goto done;
+    }
     rc = execute(&s, selected, nsel);
+    csm_lock_drop(shard_fd, sharded ? shard_lock : NULL);
+    csm_lock_drop(folder_fd, NULL);
 done:
     free(selected);
     for (int i = 0; i < s.nruns; i++) free(s.runs[i].pick);

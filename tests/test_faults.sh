@@ -69,6 +69,12 @@ check "csm info reads a log being written" grep -q "a run is writing this log no
 rc=$?
 check "a running log is not resumed (exit $rc)" [ $rc -eq 2 ]
 check "... and says why" grep -q "cannot be resumed while it runs" "$tmp/live_resume.txt"
+# one writer per log: a --force run onto a log being written is refused and leaves it alone
+"$csm" run "$cube" "${long[@]}" -o "$tmp/kill.h5" --force >"$tmp/force.txt" 2>&1
+rc=$?
+check "--force onto a log being written: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "... names the writer" grep -q "kill.h5: another csm process (pid $pid) is writing this log" "$tmp/force.txt"
+check "... and the writer goes on" kill -0 $pid
 kill -9 $pid
 wait $pid 2>/dev/null
 "$csm" info "$tmp/kill.h5" >"$tmp/killed.txt" 2>&1

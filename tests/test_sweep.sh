@@ -161,6 +161,20 @@ check "compare.py writes PNG and PDF" [ -s plots/compare.png -a -s plots/compare
 check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' compare.txt)" -eq 18 ]
 $py "$root/experiments/analysis/convergence.py" out/tiny --where rotation=polar_apq -o plots/convergence >conv.txt 2>&1 ||
     bad "convergence.py: $(cat conv.txt)"
+# one sweep per folder: a second sweep into a folder a sweep is writing is refused, before it runs
+# anything, and so is a shard of it; the first finishes with every run ok
+printf 'name: slow\ntime: {dt: 0.0166667, frames: 400, substeps: 4}\nobjects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {type: grid, spacing: 0.1}\nsweep:\n  solver.alpha: [0.1, 0.2]\n' >slow.yaml
+"$csm" sweep slow.yaml -o out/slow --jobs 1 >slow_a.txt 2>&1 &
+first=$!
+for k in $(seq 100); do [ -e out/slow/.sweep.lock ] && break; sleep 0.05; done
+"$csm" sweep slow.yaml -o out/slow --jobs 1 >slow_b.txt 2>&1
+check "a second sweep into the same folder is refused (exit 2)" [ $? -eq 2 ]
+check "... naming the folder and the sweep that writes it" grep -q "out/slow: another csm process (pid $first) is writing this sweep folder" slow_b.txt
+"$csm" sweep slow.yaml -o out/slow --jobs 1 --shard 1/2 >slow_c.txt 2>&1
+check "... and so is a shard of it" [ $? -eq 2 ]
+wait $first
+check "the first sweep finishes its runs" [ $? -eq 0 ]
+check "... and its index lists them ok" [ "$(grep -c ',ok,' out/slow/index.csv)" = 2 ]
 for script in "$root"/experiments/analysis/*.py; do
     check "$(basename "$script") --help" sh -c "\"$py\" \"$script\" --help >/dev/null"
 done
