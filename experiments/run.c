@@ -101,11 +101,18 @@ int csm_threads_max(void)
 
 static char *out_override(const char *out)
 {
-    size_t len = strlen(out) + 32;
+    /* a YAML double-quoted scalar, so that a path is never read as a number or a mapping, with
+       \ and " escaped and control characters as \xHH (a path may hold any of them) */
+    size_t len = 4 * strlen(out) + 32, n = 0;
     char *s = malloc(len);
     if (!s) abort();
-    /* quoted so that a path is never read as a number or a mapping */
-    snprintf(s, len, "output.path=\"%s\"", out);
+    n += (size_t)snprintf(s, len, "output.path=\"");
+    for (const unsigned char *c = (const unsigned char *)out; *c; c++) {
+        if (*c == '"' || *c == '\\') n += (size_t)snprintf(s + n, len - n, "\\%c", *c);
+        else if (*c < 0x20 || *c == 0x7f) n += (size_t)snprintf(s + n, len - n, "\\x%02x", *c);
+        else s[n++] = (char)*c;
+    }
+    snprintf(s + n, len - n, "\"");
     return s;
 }
 

@@ -58,6 +58,9 @@ notes=$("$csm" sweep "$tmp/notes.yaml" -o "$tmp/notes" --jobs 1 2>&1 | grep -c "
 # a failed run names its status's kind after the full message, not a message cut at 60 characters
 printf 'name: fast\ntime: {frames: 3, max_speed: 0.001}\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\n    velocity: [1, 0, 0]\n' >"$tmp/fast.yaml"
 expect 1 "log \(status 'failed'\)" -- "$csm" run "$tmp/fast.yaml" -o "$tmp/fast.h5"
+# -o takes any path: a quote and a backslash in it are the file's name, not YAML
+expect 0 "sidecar: .*/q\"uo\\\\te.xmf" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/q\"uo\\te.h5"
+[ -s "$tmp/q\"uo\\te.h5" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the log with a quote in its name is missing"; }
 # csm info on an HDF5 file that is not a csm log
 /usr/bin/python3 -c "import h5py; h5py.File('$tmp/plain.h5', 'w')['x'] = [1, 2, 3]"
 expect 2 "plain.h5: an HDF5 file, but not a csm log" -- "$csm" info "$tmp/plain.h5"
