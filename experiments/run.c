@@ -169,7 +169,7 @@ static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
         fprintf(stderr,
                 "csm: note: solver.modulus = %g Pa asks alpha_c up to %.3g at h = %g s: %d of %d clusters are clamped to "
                 "1 and softer than the material; the step is too coarse for the modulus (time.substeps: %ld or more)\n",
-                mu, cfg->dt * cfg->dt / (cfg->substeps * cfg->substeps) * kmax, h, st.clamped, k, substeps);
+                mu, h * h * kmax, h, st.clamped, k, substeps);
     else if (always)
         fprintf(stderr, "csm: solver.modulus = %g Pa: alpha_c %.3g .. %.3g (mean %.3g) at h = %g s\n", mu, st.min,
                 st.max, st.mean, h);
