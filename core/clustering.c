@@ -123,11 +123,16 @@ void csm_cluster_stats_compute(const csm_clusters *c, int32_t n, csm_cluster_sta
 /* ------------------------------------------------------------------------------------------ */
 /* random_radius: Bargteil-Jones 2014 Sec 2, Eq 3.                                             */
 
-static const csm_param_spec random_radius_params[] = {
-    {"radius", CSM_REAL, 0.3, 1e-9, 1e9, "neighbourhood radius d of a cluster (rest space)", NULL, {0}, NULL, 0},
-    {"coverage", CSM_INT, 1, 1, 100,
-     "a particle seeds a cluster unless it is already in this many (Bargteil-Jones: 1; more gives denser overlap)", NULL, 
-     {0}, NULL, 0},
+typedef struct random_radius_params {
+    double radius;
+    int32_t coverage;
+} random_radius_params;
+
+static const csm_param_spec random_radius_table[] = {
+    CSM_P_REAL(random_radius_params, radius, 0.3, 1e-9, 1e9, "neighbourhood radius d of a cluster (rest space)"),
+    CSM_P_INT(random_radius_params, coverage, 1, 1, 100,
+              "a particle seeds a cluster unless it is already in this many (Bargteil-Jones: 1; more gives denser "
+              "overlap)"),
     CSM_PARAM_END,
 };
 
@@ -195,25 +200,30 @@ static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p
         order[i] = order[j];
         order[j] = t;
     }
-    int rc = radius_clusters(p, first, count, csm_cfg_num(cfg, "radius"), order, (int)csm_cfg_num(cfg, "coverage"),
-                             out, err);
+    const random_radius_params *rp = csm_cfg_params(cfg);
+    int rc = radius_clusters(p, first, count, rp->radius, order, rp->coverage, out, err);
     free(order);
     return rc;
 }
 
 const csm_clustering csm_clustering_random_radius = {
-    "random_radius",
-    "Bargteil-Jones 2014: clusters of all particles within a radius of random seeds, w_ic = 1/n_i",
-    random_radius_params,
-    random_radius_build,
+    .version = 1,
+    .name = "random_radius",
+    .summary = "Bargteil-Jones 2014: clusters of all particles within a radius of random seeds, w_ic = 1/n_i",
+    .params = random_radius_table,
+    .build = random_radius_build,
 };
 
 /* ------------------------------------------------------------------------------------------ */
 /* per_particle: Bender et al., region-based shape matching: one region per particle, holding   */
 /* every particle within a radius of it; modified masses m_i / |R_i| are w_ic = 1 / n_i.        */
 
-static const csm_param_spec per_particle_params[] = {
-    {"radius", CSM_REAL, 0.15, 1e-9, 1e9, "region radius around each particle (rest space)", NULL, {0}, NULL, 0},
+typedef struct per_particle_params {
+    double radius;
+} per_particle_params;
+
+static const csm_param_spec per_particle_table[] = {
+    CSM_P_REAL(per_particle_params, radius, 0.15, 1e-9, 1e9, "region radius around each particle (rest space)"),
     CSM_PARAM_END,
 };
 
@@ -221,14 +231,16 @@ static int per_particle_build(const csm_plugin_cfg *cfg, const csm_particles *p,
                               int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
 {
     (void)seed;
-    return radius_clusters(p, first, count, csm_cfg_num(cfg, "radius"), NULL, 0, out, err);
+    const per_particle_params *pp = csm_cfg_params(cfg);
+    return radius_clusters(p, first, count, pp->radius, NULL, 0, out, err);
 }
 
 const csm_clustering csm_clustering_per_particle = {
-    "per_particle",
-    "Bender et al.: one region per particle (all particles within a radius), modified masses m_i / |R_i|",
-    per_particle_params,
-    per_particle_build,
+    .version = 1,
+    .name = "per_particle",
+    .summary = "Bender et al.: one region per particle (all particles within a radius), modified masses m_i / |R_i|",
+    .params = per_particle_table,
+    .build = per_particle_build,
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -238,14 +250,23 @@ const csm_clustering csm_clustering_per_particle = {
 /* cluster with u_ic >= threshold * max_c u_ic, and its weights w_ic are u_ic (or              */
 /* u_ic^m with kernel: fuzzified) renormalised over those clusters, so sum_c w_ic = 1.           */
 
-static const csm_param_spec fuzzy_cmeans_params[] = {
-    {"count", CSM_INT, 20, 1, 1e7, "number of clusters (per object; at most its particle count)", NULL, {0}, NULL, 0},
-    {"m", CSM_REAL, 2, 1.01, 100, "fuzziness exponent m > 1 (memberships use the exponent 2/(m-1))", NULL, {0}, NULL, 0},
-    {"kernel", CSM_ENUM, 0, 0, 1, "weights from the memberships u, or from u^m", "membership|fuzzified", {0}, NULL, 0},
-    {"threshold", CSM_REAL, 0.3, 0, 1,
-     "a particle joins every cluster whose membership is at least this fraction of its largest (overlap)", NULL, {0}, NULL, 0},
-    {"tolerance", CSM_REAL, 1e-6, 0, 1, "stop when no membership changes by more than this", NULL, {0}, NULL, 0},
-    {"max_iterations", CSM_INT, 200, 1, 1e6, "iterations at most", NULL, {0}, NULL, 0},
+enum { KERNEL_MEMBERSHIP, KERNEL_FUZZIFIED };
+
+typedef struct fuzzy_cmeans_params {
+    int32_t count, max_iterations;
+    double m, threshold, tolerance;
+    int kernel;
+} fuzzy_cmeans_params;
+
+static const csm_param_spec fuzzy_cmeans_table[] = {
+    CSM_P_INT(fuzzy_cmeans_params, count, 20, 1, 1e7, "number of clusters (per object; at most its particle count)"),
+    CSM_P_REAL(fuzzy_cmeans_params, m, 2, 1.01, 100, "fuzziness exponent m > 1 (memberships use the exponent 2/(m-1))"),
+    CSM_P_ENUM(fuzzy_cmeans_params, kernel, KERNEL_MEMBERSHIP, "membership|fuzzified",
+               "weights from the memberships u, or from u^m"),
+    CSM_P_REAL(fuzzy_cmeans_params, threshold, 0.3, 0, 1,
+               "a particle joins every cluster whose membership is at least this fraction of its largest (overlap)"),
+    CSM_P_REAL(fuzzy_cmeans_params, tolerance, 1e-6, 0, 1, "stop when no membership changes by more than this"),
+    CSM_P_INT(fuzzy_cmeans_params, max_iterations, 200, 1, 1e6, "iterations at most"),
     CSM_PARAM_END,
 };
 
@@ -413,11 +434,12 @@ int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *
 static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
                               int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
 {
-    int32_t k = (int32_t)csm_cfg_num(cfg, "count");
-    double m = csm_cfg_num(cfg, "m"), threshold = csm_cfg_num(cfg, "threshold");
-    double tol = csm_cfg_num(cfg, "tolerance");
-    int fuzzified = (int)csm_cfg_num(cfg, "kernel") == 1;
-    int max_it = (int)csm_cfg_num(cfg, "max_iterations");
+    const fuzzy_cmeans_params *fp = csm_cfg_params(cfg);
+    int32_t k = fp->count;
+    double m = fp->m, threshold = fp->threshold;
+    double tol = fp->tolerance;
+    int fuzzified = fp->kernel == KERNEL_FUZZIFIED;
+    int max_it = fp->max_iterations;
     if (k > count)
         return csm_cfg_fail(cfg, err, "count = %d, but an object has only %d particles", k, count);
     const double *x = &p->rest[3 * first];
@@ -492,8 +514,10 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
 }
 
 const csm_clustering csm_clustering_fuzzy_cmeans = {
-    "fuzzy_cmeans",
-    "Jones et al. 2015 (Falkenstein Sec 2.3.1): fuzzy c-means, overlapping clusters with weights w_ic from memberships",
-    fuzzy_cmeans_params,
-    fuzzy_cmeans_build,
+    .version = 1,
+    .name = "fuzzy_cmeans",
+    .summary = "Jones et al. 2015 (Falkenstein Sec 2.3.1): fuzzy c-means, overlapping clusters with weights w_ic "
+               "from memberships",
+    .params = fuzzy_cmeans_table,
+    .build = fuzzy_cmeans_build,
 };

@@ -14,129 +14,136 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Section tables: the only place the defaults, ranges and docs of non-plugin keys live.      */
 
-#define CSM_PARAM_END {NULL, 0, 0, 0, 0, NULL, NULL, {0, 0, 0}, NULL, 0}
-
+/* The rows of the top level, time and output fill csm_config itself; name and output.path are
+   read by load(), which derives their defaults. */
 static const csm_param_spec time_params[] = {
-    {"dt", CSM_REAL, 1.0 / 60.0, 1e-9, 10.0, "frame length in seconds", NULL, {0}, NULL, 0},
-    {"frames", CSM_INT, 240, 0, 1e9, "frames to simulate after frame 0", NULL, {0}, NULL, 0},
-    {"substeps", CSM_INT, 1, 1, 1e5, "steps per frame (step h = dt / substeps)", NULL, {0}, NULL, 0},
-    {"max_speed", CSM_REAL, 0, 0, 1e300,
-     "stop the run as failed when a particle moves faster than this, in m/s (0: no bound; a NaN or infinite "
-     "state always stops it)", NULL, {0}, NULL, 0},
+    CSM_P_REAL(csm_config, dt, 1.0 / 60.0, 1e-9, 10.0, "frame length in seconds"),
+    CSM_P_INT(csm_config, frames, 240, 0, 1e9, "frames to simulate after frame 0"),
+    CSM_P_INT(csm_config, substeps, 1, 1, 1e5, "steps per frame (step h = dt / substeps)"),
+    CSM_P_REAL(csm_config, max_speed, 0, 0, 1e300,
+               "stop the run as failed when a particle moves faster than this, in m/s (0: no bound; a NaN or infinite "
+               "state always stops it)"),
     CSM_PARAM_END,
 };
 
 static const csm_param_spec output_params[] = {
-    {"path", CSM_STRING, 0, 0, 0, "HDF5 log path (default out/<name>.h5)", NULL, {0}, "", 0},
-    {"every", CSM_INT, 1, 1, 1e9, "log every N-th frame", NULL, {0}, NULL, 0},
-    {"goals", CSM_BOOL, 0, 0, 1, "also log /frames/goals", NULL, {0}, NULL, 0},
+    CSM_P_UNBOUND("path", CSM_STRING, 0, 0, 0, "HDF5 log path (default out/<name>.h5)", NULL, "", 0),
+    CSM_PARAM_FIELD("every", CSM_INT, csm_config, output_every, 1, 1, 1e9, "log every N-th frame", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("goals", CSM_BOOL, csm_config, output_goals, 0, 0, 1, "also log /frames/goals", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
 
 static const csm_param_spec top_params[] = {
-    {"name", CSM_STRING, 0, 0, 0, "experiment name (default: the config's file name)", NULL, {0}, "", 0},
-    {"seed", CSM_INT, 1, 0, 9007199254740992.0, "seed of every random choice", NULL, {0}, NULL, 0},
+    CSM_P_UNBOUND("name", CSM_STRING, 0, 0, 0, "experiment name (default: the config's file name)", NULL, "", 0),
+    CSM_P_INT(csm_config, seed, 1, 0, 9007199254740992.0, "seed of every random choice"),
     CSM_PARAM_END,
 };
 
 static const csm_param_spec box_params[] = {
-    {"size", CSM_VEC3, 0, 1e-9, 1e9, "edge lengths", NULL, {1, 1, 1}, NULL, 0},
+    CSM_P_VEC3(csm_shape_params, size, 1, 1, 1, 1e-9, 1e9, "edge lengths"),
     CSM_PARAM_END,
 };
 static const csm_param_spec sphere_params[] = {
-    {"radius", CSM_REAL, 0.5, 1e-9, 1e9, "radius", NULL, {0}, NULL, 0},
+    CSM_P_REAL(csm_shape_params, radius, 0.5, 1e-9, 1e9, "radius"),
     CSM_PARAM_END,
 };
 static const csm_param_spec cylinder_params[] = {
-    {"radius", CSM_REAL, 0.5, 1e-9, 1e9, "radius", NULL, {0}, NULL, 0},
-    {"height", CSM_REAL, 1.0, 1e-9, 1e9, "length along the axis", NULL, {0}, NULL, 0},
-    {"axis", CSM_ENUM, 1, 0, 2, "axis of the cylinder", "x|y|z", {0}, NULL, 0},
+    CSM_P_REAL(csm_shape_params, radius, 0.5, 1e-9, 1e9, "radius"),
+    CSM_P_REAL(csm_shape_params, height, 1.0, 1e-9, 1e9, "length along the axis"),
+    CSM_P_ENUM(csm_shape_params, axis, 1, "x|y|z", "axis of the cylinder"),
     CSM_PARAM_END,
 };
 static const csm_param_spec torus_params[] = {
-    {"major", CSM_REAL, 0.5, 1e-9, 1e9, "distance from the centre to the tube's centre", NULL, {0}, NULL, 0},
-    {"minor", CSM_REAL, 0.2, 1e-9, 1e9, "tube radius", NULL, {0}, NULL, 0},
-    {"axis", CSM_ENUM, 1, 0, 2, "axis of symmetry", "x|y|z", {0}, NULL, 0},
+    CSM_P_REAL(csm_shape_params, major, 0.5, 1e-9, 1e9, "distance from the centre to the tube's centre"),
+    CSM_P_REAL(csm_shape_params, minor, 0.2, 1e-9, 1e9, "tube radius"),
+    CSM_P_ENUM(csm_shape_params, axis, 1, "x|y|z", "axis of symmetry"),
     CSM_PARAM_END,
 };
 static const csm_param_spec points_params[] = {
-    {"positions", CSM_POINTS, 0, -1e9, 1e9, "explicit particle positions", NULL, {0}, NULL,
-     CSM_PARAM_REQUIRED},
+    CSM_P_POINTS(csm_shape_params, positions, -1e9, 1e9, "explicit particle positions"),
     CSM_PARAM_END,
 };
 
 static const csm_param_spec mesh_params[] = {
-    {"path", CSM_STRING, 0, 0, 0, "OFF or OBJ file; a relative path is tried from the current folder, then the config's folder and those above",
-     NULL, {0}, "", CSM_PARAM_REQUIRED},
-    {"rotate", CSM_VEC3, 0, -1e9, 1e9, "rotation in degrees about x, then y, then z", NULL, {0, 0, 0}, NULL, 0},
-    {"fit", CSM_ENUM, 0, 0, 1, "unit_box: scale so the longest bounding-box edge is 1", "none|unit_box", {0}, NULL, 0},
-    {"scale", CSM_REAL, 1.0, 1e-9, 1e9, "uniform scale, after fit", NULL, {0}, NULL, 0},
+    CSM_PARAM_FIELD("path", CSM_STRING, csm_shape_params, path, 0, 0, 0,
+                    "OFF or OBJ file; a relative path is tried from the current folder, then the config's folder and "
+                    "those above",
+                    NULL, 0, 0, 0, "", CSM_PARAM_REQUIRED),
+    CSM_P_VEC3(csm_shape_params, rotate, 0, 0, 0, -1e9, 1e9, "rotation in degrees about x, then y, then z"),
+    CSM_P_ENUM(csm_shape_params, fit, CSM_FIT_NONE, "none|unit_box",
+               "unit_box: scale so the longest bounding-box edge is 1"),
+    CSM_P_REAL(csm_shape_params, scale, 1.0, 1e-9, 1e9, "uniform scale, after fit"),
     CSM_PARAM_END,
 };
 
 static const csm_plugin_head shape_kinds[] = {
-    {"box", "axis-aligned box centred on the object's position", box_params},
-    {"sphere", "ball", sphere_params},
-    {"cylinder", "solid cylinder", cylinder_params},
-    {"torus", "solid torus", torus_params},
-    {"points", "particles at the given positions (sampling is ignored)", points_params},
-    {"mesh", "inside of a triangle or polygon mesh (generalized winding number), centred on its bounding box",
+    {1, "box", "axis-aligned box centred on the object's position", box_params},
+    {1, "sphere", "ball", sphere_params},
+    {1, "cylinder", "solid cylinder", cylinder_params},
+    {1, "torus", "solid torus", torus_params},
+    {1, "points", "particles at the given positions (sampling is ignored)", points_params},
+    {1, "mesh", "inside of a triangle or polygon mesh (generalized winding number), centred on its bounding box",
      mesh_params},
 };
 
 static const csm_param_spec grid_params[] = {
-    {"spacing", CSM_REAL, 0.1, 1e-6, 1e9, "distance between grid points", NULL, {0}, NULL, 0},
-    {"particles", CSM_INT, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)", NULL, {0}, NULL, 0},
+    CSM_P_REAL(csm_sampling_params, spacing, 0.1, 1e-6, 1e9, "distance between grid points"),
+    CSM_P_INT(csm_sampling_params, particles, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)"),
     CSM_PARAM_END,
 };
 static const csm_param_spec poisson_params[] = {
-    {"spacing", CSM_REAL, 0.1, 1e-6, 1e9, "minimum distance between particles (Bridson 2007)", NULL, {0}, NULL, 0},
-    {"attempts", CSM_INT, 30, 1, 1000, "candidates tried around each active sample", NULL, {0}, NULL, 0},
-    {"particles", CSM_INT, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)", NULL, {0}, NULL, 0},
+    CSM_P_REAL(csm_sampling_params, spacing, 0.1, 1e-6, 1e9, "minimum distance between particles (Bridson 2007)"),
+    CSM_P_INT(csm_sampling_params, attempts, 30, 1, 1000, "candidates tried around each active sample"),
+    CSM_P_INT(csm_sampling_params, particles, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)"),
     CSM_PARAM_END,
 };
 static const csm_plugin_head sampling_kinds[] = {
-    {"grid", "regular cubic grid inside the shape", grid_params},
-    {"poisson", "Poisson-disk blue noise inside the shape (Bridson 2007)", poisson_params},
+    {1, "grid", "regular cubic grid inside the shape", grid_params},
+    {1, "poisson", "Poisson-disk blue noise inside the shape (Bridson 2007)", poisson_params},
 };
 
 static const csm_param_spec body_params[] = {
-    {"mass", CSM_REAL, 1.0, 1e-300, 1e300, "total mass of the object (ignored when density is given)", NULL, {0}, NULL, 0},
-    {"density", CSM_REAL, 0, 0, 1e300, "mass per unit volume (0: use mass)", NULL, {0}, NULL, 0},
-    {"position", CSM_VEC3, 0, -1e9, 1e9, "where the shape's centre is placed", NULL, {0, 0, 0}, NULL, 0},
-    {"deform", CSM_MAT3, 0, -1e9, 1e9, "initial deformation about the centroid; rest shape undeformed", NULL, {0}, NULL, 0},
-    {"velocity", CSM_VEC3, 0, -1e9, 1e9, "initial velocity", NULL, {0, 0, 0}, NULL, 0},
-    {"angular_velocity", CSM_VEC3, 0, -1e9, 1e9, "initial angular velocity about the centroid", NULL, {0, 0, 0}, NULL, 0},
+    CSM_P_REAL(csm_body_params, mass, 1.0, 1e-300, 1e300, "total mass of the object (ignored when density is given)"),
+    CSM_P_REAL(csm_body_params, density, 0, 0, 1e300, "mass per unit volume (0: use mass)"),
+    CSM_P_VEC3(csm_body_params, position, 0, 0, 0, -1e9, 1e9, "where the shape's centre is placed"),
+    CSM_P_MAT3(csm_body_params, deform, -1e9, 1e9, "initial deformation about the centroid; rest shape undeformed"),
+    CSM_P_VEC3(csm_body_params, velocity, 0, 0, 0, -1e9, 1e9, "initial velocity"),
+    CSM_P_VEC3(csm_body_params, angular_velocity, 0, 0, 0, -1e9, 1e9, "initial angular velocity about the centroid"),
     CSM_PARAM_END,
 };
-static const csm_param_spec pin_index_spec = {"indices", CSM_INT, 0, 0, 2147483647, "particle index", NULL, {0}, NULL, 0};
-static const csm_param_spec pin_params[] = {
-    {"axis", CSM_ENUM, 1, 0, 2, "world axis", "x|y|z", {0}, NULL, 0},
-    {"value", CSM_REAL, 0, -1e9, 1e9, "world coordinate at t = 0", NULL, {0}, NULL, CSM_PARAM_REQUIRED},
+static const csm_param_spec pin_index_spec = CSM_P_UNBOUND("indices", CSM_INT, 0, 0, 2147483647, "particle index", NULL,
+                                                           NULL, 0);
+typedef struct pin_params {
+    int axis;
+    double value;
+} pin_params;
+static const csm_param_spec pin_table[] = {
+    CSM_P_ENUM(pin_params, axis, 1, "x|y|z", "world axis"),
+    CSM_PARAM_FIELD("value", CSM_REAL, pin_params, value, 0, -1e9, 1e9, "world coordinate at t = 0", NULL, 0, 0, 0,
+                    NULL, CSM_PARAM_REQUIRED),
     CSM_PARAM_END,
 };
 
+/* `rotation` names a plugin, which load() looks up; the others fill csm_config. */
 const csm_param_spec csm_solver_common_params[] = {
-    {"rotation", CSM_STRING, 0, 0, 0, "rotation extractor", NULL, {0}, "polar_f", 0},
-    {"svd", CSM_ENUM, 0, 0, 1, "3x3 SVD backend", "fast|lapacke", {0}, NULL, 0},
-    {"mode", CSM_ENUM, 0, 0, 2,
-     "goal deformation (Müller 2005): rigid R, linear beta A + (1 - beta) R, quadratic 9-term fit", "rigid|linear|quadratic",
-     {0}, NULL, 0},
-    {"beta", CSM_REAL, 0, 0, 1, "how much of the linear / quadratic fit the goals keep (0: rigid)", NULL, {0}, NULL, 0},
-    {"conserve", CSM_ENUM, 2, 0, 2,
-     "what each cluster's goal corrections keep: none (the papers' goals; the strain clamp and polar_f push the "
-     "body), linear (their mass-weighted mean removed: momentum), angular (also their rigid rotation about the "
-     "start of the step: angular momentum)",
-     "none|linear|angular", {0}, NULL, 0},
+    CSM_P_UNBOUND("rotation", CSM_STRING, 0, 0, 0, "rotation extractor", NULL, "polar_f", 0),
+    CSM_P_ENUM(csm_config, svd, CSM_SVD_FAST, "fast|lapacke", "3x3 SVD backend"),
+    CSM_P_ENUM(csm_config, mode, CSM_MODE_RIGID, "rigid|linear|quadratic",
+               "goal deformation (Müller 2005): rigid R, linear beta A + (1 - beta) R, quadratic 9-term fit"),
+    CSM_P_REAL(csm_config, beta, 0, 0, 1, "how much of the linear / quadratic fit the goals keep (0: rigid)"),
+    CSM_P_ENUM(csm_config, conserve, CSM_CONSERVE_ANGULAR, "none|linear|angular",
+               "what each cluster's goal corrections keep: none (the papers' goals; the strain clamp and polar_f push "
+               "the body), linear (their mass-weighted mean removed: momentum), angular (also their rigid rotation "
+               "about the start of the step: angular momentum)"),
     CSM_PARAM_END,
 };
 
 static const csm_plugin_head config_sections[] = {
-    {"(top level)", "name, seed", top_params},
-    {"time", "time stepping", time_params},
-    {"output", "the HDF5 log", output_params},
-    {"objects[].(body)", "per-object placement and mass", body_params},
-    {"objects[].pinned.below|above", "kinematic particles", pin_params},
+    {1, "(top level)", "name, seed", top_params},
+    {1, "time", "time stepping", time_params},
+    {1, "output", "the HDF5 log", output_params},
+    {1, "objects[].(body)", "per-object placement and mass", body_params},
+    {1, "objects[].pinned.below|above", "kinematic particles", pin_table},
 };
 
 const csm_plugin_head *csm_config_shape_kinds(int *count)
@@ -767,7 +774,9 @@ static int parse_plugin_section(csm_node *map, const char *path, csm_kind kind,
     out->plugin = p;
     out->src = map->src;
     out->line = map->line;
-    return parse_section(map, &sc, out->values, err);
+    if (parse_section(map, &sc, out->values, err)) return -1;
+    csm_params_fill(p->params, out->values, out->params.bytes);
+    return 0;
 }
 
 /* A section of a fixed table of kinds (shapes, sampling): like a plugin section. */
@@ -802,7 +811,9 @@ static int parse_kind_section(csm_node *map, const char *path, const csm_plugin_
     out->plugin = &kinds[*which];
     out->src = map->src;
     out->line = map->line;
-    return parse_section(map, &sc, out->values, err);
+    if (parse_section(map, &sc, out->values, err)) return -1;
+    csm_params_fill(kinds[*which].params, out->values, out->params.bytes);
+    return 0;
 }
 
 /* Fixed section with a spec table; the map is created (empty) when absent. */
@@ -817,11 +828,14 @@ static csm_node *section_node(csm_node *root, const char *key, csm_node_kind kin
     return n;
 }
 
+/* Validate, then fill `out` (NULL: nothing) from the table's bound rows. */
 static int parse_fixed(csm_node *map, const char *path, const csm_param_spec *spec,
-                       const char *const *also, csm_value *values, csm_error *err)
+                       const char *const *also, csm_value *values, void *out, csm_error *err)
 {
     section_ctx sc = {path, spec, also, NULL, NULL};
-    return parse_section(map, &sc, values, err);
+    if (parse_section(map, &sc, values, err)) return -1;
+    if (out) csm_params_fill(spec, values, out);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1134,16 +1148,17 @@ static int parse_object(csm_node *on, int index, csm_object_cfg *o, csm_error *e
             int side = strcmp(pn->key, "below") == 0 ? 0 : strcmp(pn->key, "above") == 0 ? 1 : -1;
             if (side < 0) FAIL_AT(err, pn, "unknown key %s (valid keys: below, above, indices)", sub);
             csm_value v[3] = {0};
-            if (parse_fixed(pn, sub, pin_params, NULL, v, err)) return -1;
-            o->pin_axis[side] = (int)v[0].num;
-            o->pin_value[side] = v[1].num;
+            pin_params pin;
+            if (parse_fixed(pn, sub, pin_table, NULL, v, &pin, err)) return -1;
+            o->pin_axis[side] = pin.axis;
+            o->pin_value[side] = pin.value;
         }
     }
     const char *also[] = {"shape", "sampling", "pinned", NULL};
-    static const csm_plugin_head body = {"body", "", body_params};
+    static const csm_plugin_head body = {1, "body", "", body_params};
     o->body.plugin = &body;
     o->body.line = on->line;
-    return parse_fixed(on, path, body_params, also, o->body.values, err);
+    return parse_fixed(on, path, body_params, also, o->body.values, o->body.params.bytes, err);
 }
 
 static int parse_plugin_list(csm_node *root, const char *key, csm_kind kind, csm_plugin_cfg **out,
@@ -1302,7 +1317,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     static const char *const top_sections[] = {"time", "objects", "clustering", "solver", "plasticity",
                                                "recluster", "forces", "colliders", "output", "plugins", "sweep", NULL};
     csm_value top[3] = {{0}};
-    if (parse_fixed(root, "", top_params, top_sections, top, err)) {
+    if (parse_fixed(root, "", top_params, top_sections, top, cfg, err)) {
         free(top[0].str);
         goto fail;
     }
@@ -1333,15 +1348,10 @@ static int load(const char *path, const char *text, const char *const *overrides
         cfg->name = dupstr(nm, len);
     }
     free(top[0].str);
-    cfg->seed = (uint64_t)top[1].num;
 
     csm_value tv[4] = {{0}};
-    if (parse_fixed(section_node(root, "time", CSM_NODE_MAP), "time", time_params, NULL, tv, err))
+    if (parse_fixed(section_node(root, "time", CSM_NODE_MAP), "time", time_params, NULL, tv, cfg, err))
         goto fail;
-    cfg->dt = tv[0].num;
-    cfg->frames = (int32_t)tv[1].num;
-    cfg->substeps = (int32_t)tv[2].num;
-    cfg->max_speed = tv[3].num;
 
     csm_node *objects = map_get(root, "objects");
     if (!objects) {
@@ -1393,25 +1403,23 @@ static int load(const char *path, const char *text, const char *const *overrides
             node_append(solver, d);
         }
         /* svd, mode, beta, conserve: plain values, filled in with their defaults when absent */
-        csm_value cv[4] = {{0}};
-        for (int k = 0; k < 4; k++) {
-            const csm_param_spec *spec = &csm_solver_common_params[1 + k];
+        csm_value cv[CSM_MAX_PARAMS] = {{0}};
+        for (int k = 0; csm_solver_common_params[k].key; k++) {
+            const csm_param_spec *spec = &csm_solver_common_params[k];
+            if (spec->size == 0) continue; /* rotation, above */
             csm_node *n = map_get(solver, spec->key);
             char path[64];
             snprintf(path, sizeof path, "solver.%s", spec->key);
             if (n) {
                 if (parse_value(n, path, spec, &cv[k], err)) goto fail;
             } else {
-                cv[k].num = spec->def;
+                set_default(spec, &cv[k]);
                 csm_node *d = default_node(spec, solver->src);
                 d->key = dupstr(spec->key, strlen(spec->key));
                 node_append(solver, d);
             }
         }
-        cfg->svd = (int)cv[0].num;
-        cfg->mode = (int)cv[1].num;
-        cfg->beta = cv[2].num;
-        cfg->conserve = (int)cv[3].num;
+        csm_params_fill(csm_solver_common_params, cv, cfg);
     }
 
     if (parse_plugin_section(section_node(root, "plasticity", CSM_NODE_MAP), "plasticity",
@@ -1425,7 +1433,7 @@ static int load(const char *path, const char *text, const char *const *overrides
         goto fail;
 
     csm_value ov[3] = {{0}};
-    if (parse_fixed(section_node(root, "output", CSM_NODE_MAP), "output", output_params, NULL, ov, err)) {
+    if (parse_fixed(section_node(root, "output", CSM_NODE_MAP), "output", output_params, NULL, ov, cfg, err)) {
         free(ov[0].str);
         goto fail;
     }
@@ -1440,8 +1448,6 @@ static int load(const char *path, const char *text, const char *const *overrides
         cfg->output_path = dupstr(ov[0].str, strlen(ov[0].str));
     }
     free(ov[0].str);
-    cfg->output_every = (int32_t)ov[1].num;
-    cfg->output_goals = ov[2].num != 0;
 
     strbuf b = {0};
     emit_block(&b, cfg->root, 0, 0);

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "plugin.h"
+#include "world.h"
 
 typedef enum csm_node_kind { CSM_NODE_SCALAR, CSM_NODE_MAP, CSM_NODE_SEQ } csm_node_kind;
 
@@ -25,18 +26,43 @@ typedef struct csm_node {
 
 enum { CSM_SHAPE_BOX, CSM_SHAPE_SPHERE, CSM_SHAPE_CYLINDER, CSM_SHAPE_TORUS, CSM_SHAPE_POINTS, CSM_SHAPE_MESH };
 enum { CSM_SAMPLING_GRID, CSM_SAMPLING_POISSON };
-enum { CSM_SVD_FAST, CSM_SVD_LAPACKE };
-enum { CSM_MODE_RIGID, CSM_MODE_LINEAR, CSM_MODE_QUADRATIC };
-/* solver.conserve: what each cluster's goal corrections keep (csm_goal_pass in kernel.h). */
-enum { CSM_CONSERVE_NONE, CSM_CONSERVE_LINEAR, CSM_CONSERVE_ANGULAR };
+
+enum { CSM_FIT_NONE, CSM_FIT_UNIT_BOX };
+
+/* objects[].shape: the rows of every shape kind fill this one struct (csm_cfg_params). */
+typedef struct csm_shape_params {
+    double size[3];       /* box */
+    double radius;        /* sphere, cylinder */
+    double height;        /* cylinder */
+    double major, minor;  /* torus */
+    int axis;             /* cylinder, torus: 0 x, 1 y, 2 z */
+    csm_points positions; /* points */
+    const char *path;     /* mesh */
+    double rotate[3];     /* mesh: degrees about x, then y, then z */
+    int fit;              /* mesh: CSM_FIT_* */
+    double scale;         /* mesh */
+} csm_shape_params;
+
+/* objects[].sampling */
+typedef struct csm_sampling_params {
+    double spacing;
+    int32_t particles;    /* target count (0: use spacing) */
+    int32_t attempts;     /* poisson */
+} csm_sampling_params;
+
+/* the body keys of objects[] */
+typedef struct csm_body_params {
+    double mass, density;
+    double position[3], deform[9], velocity[3], angular_velocity[3];
+} csm_body_params;
 
 typedef struct csm_object_cfg {
     int line;
     int shape_type;           /* CSM_SHAPE_* */
-    csm_plugin_cfg shape;     /* the shape's parameters (size, radius, ...) */
+    csm_plugin_cfg shape;     /* the shape's parameters: csm_shape_params */
     int sampling_type;        /* CSM_SAMPLING_* */
-    csm_plugin_cfg sampling;  /* spacing */
-    csm_plugin_cfg body;      /* mass, density, position, deform, velocity, angular_velocity */
+    csm_plugin_cfg sampling;  /* csm_sampling_params */
+    csm_plugin_cfg body;      /* csm_body_params */
     int pin_axis[2];          /* below, above: axis index, -1 when absent */
     double pin_value[2];
     int32_t *pin_index;       /* pinned.indices: particle indices within the object */
@@ -55,7 +81,7 @@ typedef struct csm_sweep_axis {
 typedef struct csm_config {
     char *file;               /* path of the config */
     char *name;
-    uint64_t seed;
+    int64_t seed;             /* in [0, 2^53] */
     double dt;
     int32_t frames, substeps;
     double max_speed;         /* time.max_speed: a faster particle fails the run (0: no bound) */
@@ -70,7 +96,7 @@ typedef struct csm_config {
     int nforces, ncolliders;
     char *output_path;
     int32_t output_every;
-    int output_goals;
+    int output_goals;         /* 0 or 1 */
     csm_sweep_axis *sweep;    /* the `sweep:` mapping, in the order written; not part of the run */
     int nsweep;
     csm_node *root;           /* resolved tree (defaults filled in) */

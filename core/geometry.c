@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static double shape_num(const csm_object_cfg *o, const char *key) { return csm_cfg_num(&o->shape, key); }
+static const csm_shape_params *shape_of(const csm_object_cfg *o) { return csm_cfg_params(&o->shape); }
 
 /* Axis index of cylinder/torus and the two others. */
 static void axis_frame(int axis, int *a, int *b, int *c)
@@ -24,23 +24,23 @@ int csm_shape_inside(const csm_shape *sh, const double p[3])
     const csm_object_cfg *o = sh->o;
     switch (o->shape_type) {
     case CSM_SHAPE_BOX: {
-        const double *s = csm_cfg_vec(&o->shape, "size");
+        const double *s = shape_of(o)->size;
         return fabs(p[0]) <= 0.5 * s[0] && fabs(p[1]) <= 0.5 * s[1] && fabs(p[2]) <= 0.5 * s[2];
     }
     case CSM_SHAPE_SPHERE: {
-        double r = shape_num(o, "radius");
+        double r = shape_of(o)->radius;
         return csm_v3_dot(p, p) <= r * r;
     }
     case CSM_SHAPE_CYLINDER: {
         int a, b, c;
-        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
-        double r = shape_num(o, "radius"), h = shape_num(o, "height");
+        axis_frame(shape_of(o)->axis, &a, &b, &c);
+        double r = shape_of(o)->radius, h = shape_of(o)->height;
         return p[b] * p[b] + p[c] * p[c] <= r * r && fabs(p[a]) <= 0.5 * h;
     }
     case CSM_SHAPE_TORUS: {
         int a, b, c;
-        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
-        double R = shape_num(o, "major"), r = shape_num(o, "minor");
+        axis_frame(shape_of(o)->axis, &a, &b, &c);
+        double R = shape_of(o)->major, r = shape_of(o)->minor;
         double radial = sqrt(p[b] * p[b] + p[c] * p[c]) - R;
         return radial * radial + p[a] * p[a] <= r * r;
     }
@@ -55,21 +55,21 @@ static void shape_bounds(const csm_object_cfg *o, double half[3], double *volume
     /* meshes: csm_shape_open */
     switch (o->shape_type) {
     case CSM_SHAPE_BOX: {
-        const double *s = csm_cfg_vec(&o->shape, "size");
+        const double *s = shape_of(o)->size;
         for (int d = 0; d < 3; d++) half[d] = 0.5 * s[d];
         *volume = s[0] * s[1] * s[2];
         return;
     }
     case CSM_SHAPE_SPHERE: {
-        double r = shape_num(o, "radius");
+        double r = shape_of(o)->radius;
         half[0] = half[1] = half[2] = r;
         *volume = 4.0 / 3.0 * CSM_PI * r * r * r;
         return;
     }
     case CSM_SHAPE_CYLINDER: {
         int a, b, c;
-        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
-        double r = shape_num(o, "radius"), h = shape_num(o, "height");
+        axis_frame(shape_of(o)->axis, &a, &b, &c);
+        double r = shape_of(o)->radius, h = shape_of(o)->height;
         half[a] = 0.5 * h;
         half[b] = half[c] = r;
         *volume = CSM_PI * r * r * h;
@@ -77,8 +77,8 @@ static void shape_bounds(const csm_object_cfg *o, double half[3], double *volume
     }
     case CSM_SHAPE_TORUS: {
         int a, b, c;
-        axis_frame((int)shape_num(o, "axis"), &a, &b, &c);
-        double R = shape_num(o, "major"), r = shape_num(o, "minor");
+        axis_frame(shape_of(o)->axis, &a, &b, &c);
+        double R = shape_of(o)->major, r = shape_of(o)->minor;
         half[a] = r;
         half[b] = half[c] = R + r;
         *volume = 2.0 * CSM_PI * CSM_PI * R * r * r;
@@ -199,8 +199,8 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
    folder above it, so that a config in experiments/configs/ finds data/meshes/ from anywhere. */
 static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size, csm_error *err)
 {
-    const csm_value *pv = &o->shape.values[0];
-    const char *path = pv->str ? pv->str : "";
+    const csm_value *pv = csm_cfg_value(&o->shape, "path"); /* for the line it was given on */
+    const char *path = shape_of(o)->path;
     const char *src = o->shape.src ? o->shape.src : "";
     snprintf(out, size, "%s", path);
     if (path[0] == '/' || access(out, F_OK) == 0) return 0;
@@ -225,7 +225,8 @@ static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size,
 /* Rotate (degrees about x, then y, then z), centre the bounding box at the origin, fit, scale. */
 static void place_mesh(csm_mesh *m, const csm_plugin_cfg *pc)
 {
-    const double *deg = csm_cfg_vec(pc, "rotate");
+    const csm_shape_params *sp = csm_cfg_params(pc);
+    const double *deg = sp->rotate;
     double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
     for (int axis = 0; axis < 3; axis++) {
         double t = deg[axis] * CSM_PI / 180.0, c = cos(t), s = sin(t), A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, RA[9];
@@ -244,8 +245,8 @@ static void place_mesh(csm_mesh *m, const csm_plugin_cfg *pc)
         shift[d] = -0.5 * (lo[d] + hi[d]);
         longest = hi[d] - lo[d] > longest ? hi[d] - lo[d] : longest;
     }
-    double scale = csm_cfg_num(pc, "scale");
-    if (csm_cfg_num(pc, "fit") == 1 && longest > 0) scale /= longest;
+    double scale = sp->scale;
+    if (sp->fit == CSM_FIT_UNIT_BOX && longest > 0) scale /= longest;
     double S[9] = {scale, 0, 0, 0, scale, 0, 0, 0, scale};
     for (int d = 0; d < 3; d++) shift[d] *= scale;
     csm_mesh_transform(m, S, shift);
@@ -297,7 +298,7 @@ static int sample_at(const csm_shape *sh, int index, uint64_t seed, double h, po
     } else {
         csm_rng rng;
         csm_rng_seed(&rng, seed, 0x5a3b1e00u + (uint64_t)index);
-        sample_poisson(sh, sh->half, h, (int)csm_cfg_num(&o->sampling, "attempts"), &rng, out);
+        sample_poisson(sh, sh->half, h, ((const csm_sampling_params *)csm_cfg_params(&o->sampling))->attempts, &rng, out);
     }
     return 0;
 }
@@ -341,11 +342,12 @@ int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double 
     if (csm_shape_open(&sh, o, index, err)) return -1;
     int rc = 0;
     if (o->shape_type == CSM_SHAPE_POINTS) {
-        const csm_value *v = &o->shape.values[0];
-        for (int32_t k = 0; k < v->npoints; k++) push_point(&out, &v->points[3 * k]);
+        const csm_points *pts = &shape_of(o)->positions;
+        for (int32_t k = 0; k < pts->n; k++) push_point(&out, &pts->xyz[3 * k]);
     } else {
-        int32_t target = (int32_t)csm_cfg_num(&o->sampling, "particles");
-        h = csm_cfg_num(&o->sampling, "spacing");
+        const csm_sampling_params *sp = csm_cfg_params(&o->sampling);
+        int32_t target = sp->particles;
+        h = sp->spacing;
         rc = target > 0 ? sample_target(&sh, index, seed, target, &out, &h, err)
                         : sample_at(&sh, index, seed, h, &out, err);
     }

@@ -3,7 +3,7 @@
 #ifndef CSM_KERNEL_H
 #define CSM_KERNEL_H
 
-#include "sim.h"
+#include "world.h"
 
 /* Moments of cluster c at positions x: its centre of mass x-bar = sum w m x / sum w m (Falkenstein
    Eq 7) and A_xr = sum w m (x - x-bar) p^T; F = A_xr A_rr^-1 (Eq 3). */

@@ -584,7 +584,7 @@ static int create_events(csm_log *log)
     return log->events < 0 ? -1 : 0;
 }
 
-static int write_events(csm_log *log, const csm_world *w)
+static int write_events(csm_log *log, const csm_report *w)
 {
     if (w->nevents == 0) return 0;
     event_row *rows = calloc((size_t)w->nevents, sizeof *rows);
@@ -833,7 +833,7 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= append_rows(log->ds[F_WIDTH], T_F64, (hsize_t)k, C->width);
     rc |= append_rows(log->ds[F_ID], T_I32, (hsize_t)k, C->id);
     rc |= append_rows(log->ds[F_STATE], T_I32, (hsize_t)k, C->state);
-    rc |= write_events(log, w);
+    rc |= write_events(log, &sim->report);
     log->memberships_out += C->m;
     log->clusters_out += k;
     rc |= append_rows(log->ds[F_FRAME_OFFSET], T_I64, 1, &log->memberships_out);
@@ -847,16 +847,17 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= APPEND1(F_MAX_STRAIN, d->max_strain);
     rc |= APPEND1(F_VOLUME, d->volume_ratio);
     rc |= APPEND1(F_MAX_COND_FP, d->max_cond_Fp);
-    rc |= append_rows(log->ds[F_YIELDED], T_I32, 1, &w->yielded);
-    rc |= append_rows(log->ds[F_PLASTIC_SKIPPED], T_I32, 1, &w->plastic_skipped);
-    double gain[3] = {w->gains.min, w->gains.mean, w->gains.max};
+    const csm_report *r = &sim->report;
+    rc |= append_rows(log->ds[F_YIELDED], T_I32, 1, &r->yielded);
+    rc |= append_rows(log->ds[F_PLASTIC_SKIPPED], T_I32, 1, &r->plastic_skipped);
+    double gain[3] = {r->gains.min, r->gains.mean, r->gains.max};
     rc |= append_rows(log->ds[F_GAIN], T_F64, 1, gain);
-    rc |= append_rows(log->ds[F_GAIN_CLAMPED], T_I32, 1, &w->gains.clamped);
-    rc |= APPEND1(F_T_DYNAMICS, t->dynamics);
-    rc |= APPEND1(F_T_PLASTICITY, t->plasticity);
-    rc |= APPEND1(F_T_RECLUSTERING, t->reclustering);
-    rc |= APPEND1(F_T_EMBEDDING, t->embedding);
-    rc |= APPEND1(F_T_TOTAL, t->total);
+    rc |= append_rows(log->ds[F_GAIN_CLAMPED], T_I32, 1, &r->gains.clamped);
+    rc |= APPEND1(F_T_DYNAMICS, t->seconds[CSM_TIMING_DYNAMICS]);
+    rc |= APPEND1(F_T_PLASTICITY, t->seconds[CSM_TIMING_PLASTICITY]);
+    rc |= APPEND1(F_T_RECLUSTERING, t->seconds[CSM_TIMING_RECLUSTERING]);
+    rc |= APPEND1(F_T_EMBEDDING, t->seconds[CSM_TIMING_EMBEDDING]);
+    rc |= APPEND1(F_T_TOTAL, t->seconds[CSM_TIMING_TOTAL]);
     /* the state a resumed run continues from */
     rc |= write_rest_version(log, C);
     int32_t version = (int32_t)log->versions - 1, frame = sim->frame;
@@ -1167,9 +1168,9 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     if (csm_clusters_relink(C)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     /* what a logged frame starts again (csm_sim_logged) */
     memset(C->flowed, 0, sizeof *C->flowed * (size_t)k);
-    w->nevents = 0;
-    w->yielded = w->plastic_skipped = 0;
-    sim->frame = w->frame = frame;
+    sim->report.nevents = 0;
+    sim->report.yielded = sim->report.plastic_skipped = 0;
+    sim->frame = sim->report.frame = frame;
     return 0;
 }
 

@@ -3,7 +3,7 @@
 
 void csm_core_register(void)
 {
-    csm_registry_add(CSM_KIND_CLUSTERING, &csm_clustering_random_radius);
-    csm_registry_add(CSM_KIND_CLUSTERING, &csm_clustering_fuzzy_cmeans);
-    csm_registry_add(CSM_KIND_CLUSTERING, &csm_clustering_per_particle);
+    csm_register_clustering(&csm_clustering_random_radius);
+    csm_register_clustering(&csm_clustering_fuzzy_cmeans);
+    csm_register_clustering(&csm_clustering_per_particle);
 }

@@ -24,11 +24,11 @@ double csm_now(void)
 static void place_object(const csm_object_cfg *o, const double *s, int32_t count, double volume,
                          csm_particles *P, int32_t first, int32_t object)
 {
-    const csm_plugin_cfg *b = &o->body;
-    const double *pos = csm_cfg_vec(b, "position"), *D = csm_cfg_vec(b, "deform");
-    const double *vel = csm_cfg_vec(b, "velocity"), *omega = csm_cfg_vec(b, "angular_velocity");
-    double density = csm_cfg_num(b, "density");
-    double total = density > 0 && volume > 0 ? density * volume : csm_cfg_num(b, "mass");
+    const csm_body_params *b = csm_cfg_params(&o->body);
+    const double *pos = b->position, *D = b->deform;
+    const double *vel = b->velocity, *omega = b->angular_velocity;
+    double density = b->density;
+    double total = density > 0 && volume > 0 ? density * volume : b->mass;
     double c[3] = {0, 0, 0};
     for (int32_t k = 0; k < count; k++)
         for (int d = 0; d < 3; d++) c[d] += s[3 * k + d] / count;
@@ -63,12 +63,39 @@ static void place_object(const csm_object_cfg *o, const double *s, int32_t count
     }
 }
 
-static int create_stage(const csm_plugin_cfg *pc, const csm_world *w, const csm_stage **plugin,
-                        void **state, csm_error *err)
+/* The loop's view of a force, collider, plasticity model or reclusterer: each kind is its own
+   struct, with the same functions after the head. */
+#define STAGE_OF(T, head, out)                                                                     \
+    do {                                                                                           \
+        const T *p_ = (const T *)(head);                                                           \
+        (out)->plugin = (head);                                                                    \
+        (out)->apply = p_->apply;                                                                  \
+        (out)->destroy = p_->destroy;                                                              \
+        (out)->fields = p_->fields;                                                                \
+        create = p_->create;                                                                       \
+    } while (0)
+
+static int create_stage(csm_kind kind, const csm_plugin_cfg *pc, const csm_world *w, csm_stage *st, csm_error *err)
 {
-    *plugin = (const csm_stage *)pc->plugin;
-    *state = NULL;
-    return (*plugin)->create ? (*plugin)->create(pc, w, state, err) : 0;
+    int (*create)(const csm_plugin_cfg *, const csm_world *, void **, csm_error *) = NULL;
+    memset(st, 0, sizeof *st);
+    switch (kind) {
+    case CSM_KIND_FORCE:
+        STAGE_OF(csm_force, pc->plugin, st);
+        st->potential = ((const csm_force *)pc->plugin)->potential;
+        break;
+    case CSM_KIND_COLLIDER: STAGE_OF(csm_collider, pc->plugin, st); break;
+    case CSM_KIND_PLASTICITY: STAGE_OF(csm_plasticity, pc->plugin, st); break;
+    case CSM_KIND_RECLUSTERER: STAGE_OF(csm_reclusterer, pc->plugin, st); break;
+    default: return csm_fail(err, CSM_EXIT_FAILURE, "%s is not a stage", csm_kind_name(kind));
+    }
+    return create ? create(pc, w, &st->state, err) : 0;
+}
+
+static void destroy_stage(csm_stage *st)
+{
+    if (st->destroy && st->state) st->destroy(st->state);
+    memset(st, 0, sizeof *st);
 }
 
 int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
@@ -76,6 +103,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     memset(sim, 0, sizeof *sim);
     sim->cfg = cfg;
     csm_world *w = &sim->w;
+    csm_report_init(&sim->report);
+    w->report = &sim->report;
     w->rotation = (const csm_rotation *)cfg->rotation.plugin;
     w->svd = cfg->svd == CSM_SVD_LAPACKE ? csm_svd3_lapacke : csm_svd3_fast;
     w->mode = cfg->mode;
@@ -112,14 +141,6 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         double total = 0;
         for (int32_t i = w->object_first[k]; i < w->object_first[k + 1]; i++) total += w->P.mass[i];
         w->object_density[k] = volumes[k] > 0 ? total / volumes[k] : 0.0;
-        /* a material modulus sets each cluster's stiffness from its volume m_c / rho */
-        if (w->object_density[k] == 0.0 && csm_cfg_num(&cfg->integrator, "modulus") > 0) {
-            char where[512];
-            rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
-                          "%s: objects[%d]: solver.modulus needs the object's density, and a points shape "
-                          "encloses no volume (use solver.alpha)",
-                          csm_cfg_where(cfg->file, cfg->objects[k].line, where, sizeof where), k);
-        }
     }
     for (int k = 0; k < cfg->nobjects; k++) free(pts[k]);
     free(pts);
@@ -154,20 +175,18 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
 
     sim->integrator = (const csm_integrator *)cfg->integrator.plugin;
     if (!rc && sim->integrator->create)
-        rc = sim->integrator->create(&cfg->integrator, &sim->integrator_state, err);
+        rc = sim->integrator->create(&cfg->integrator, w, &sim->integrator_state, err);
     sim->nforces = cfg->nforces;
     sim->ncolliders = cfg->ncolliders;
     sim->forces = calloc((size_t)cfg->nforces + 1, sizeof *sim->forces);
-    sim->force_state = calloc((size_t)cfg->nforces + 1, sizeof *sim->force_state);
     sim->colliders = calloc((size_t)cfg->ncolliders + 1, sizeof *sim->colliders);
-    sim->collider_state = calloc((size_t)cfg->ncolliders + 1, sizeof *sim->collider_state);
-    if (!sim->forces || !sim->force_state || !sim->colliders || !sim->collider_state) abort();
+    if (!sim->forces || !sim->colliders) abort();
     for (int k = 0; k < cfg->nforces && !rc; k++)
-        rc = create_stage(&cfg->forces[k], w, &sim->forces[k], &sim->force_state[k], err);
+        rc = create_stage(CSM_KIND_FORCE, &cfg->forces[k], w, &sim->forces[k], err);
     for (int k = 0; k < cfg->ncolliders && !rc; k++)
-        rc = create_stage(&cfg->colliders[k], w, &sim->colliders[k], &sim->collider_state[k], err);
-    if (!rc) rc = create_stage(&cfg->plasticity, w, &sim->plasticity, &sim->plasticity_state, err);
-    if (!rc) rc = create_stage(&cfg->recluster, w, &sim->recluster, &sim->recluster_state, err);
+        rc = create_stage(CSM_KIND_COLLIDER, &cfg->colliders[k], w, &sim->colliders[k], err);
+    if (!rc) rc = create_stage(CSM_KIND_PLASTICITY, &cfg->plasticity, w, &sim->plasticity, err);
+    if (!rc) rc = create_stage(CSM_KIND_RECLUSTERER, &cfg->recluster, w, &sim->recluster, err);
     if (rc) {
         csm_sim_destroy(sim);
         return -1;
@@ -181,57 +200,57 @@ void csm_sim_destroy(csm_sim *sim)
 {
     if (sim->integrator && sim->integrator->destroy && sim->integrator_state)
         sim->integrator->destroy(sim->integrator_state);
-    for (int k = 0; k < sim->nforces; k++)
-        if (sim->forces && sim->forces[k] && sim->forces[k]->destroy) sim->forces[k]->destroy(sim->force_state[k]);
-    for (int k = 0; k < sim->ncolliders; k++)
-        if (sim->colliders && sim->colliders[k] && sim->colliders[k]->destroy)
-            sim->colliders[k]->destroy(sim->collider_state[k]);
-    if (sim->plasticity && sim->plasticity->destroy) sim->plasticity->destroy(sim->plasticity_state);
-    if (sim->recluster && sim->recluster->destroy) sim->recluster->destroy(sim->recluster_state);
+    for (int k = 0; k < sim->nforces && sim->forces; k++) destroy_stage(&sim->forces[k]);
+    for (int k = 0; k < sim->ncolliders && sim->colliders; k++) destroy_stage(&sim->colliders[k]);
+    destroy_stage(&sim->plasticity);
+    destroy_stage(&sim->recluster);
     free(sim->forces);
-    free(sim->force_state);
     free(sim->colliders);
-    free(sim->collider_state);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
-    free(sim->w.events);
+    csm_report_free(&sim->report);
     free(sim->w.object_first);
     free(sim->w.object_spacing);
     free(sim->w.object_density);
     memset(sim, 0, sizeof *sim);
 }
 
-int csm_sim_step(csm_sim *sim, double h, csm_timings *t, csm_error *err)
+static int apply_stage(csm_stage *st, csm_world *w, double h, csm_error *err)
+{
+    return st->apply ? st->apply(w, st->state, h, err) : 0;
+}
+
+int csm_sim_step(csm_sim *sim, double h, csm_error *err)
 {
     csm_world *w = &sim->w;
+    double *seconds = sim->report.timings.seconds;
     double t0 = csm_now();
     memset(w->P.force, 0, sizeof(double) * 3 * (size_t)w->P.n);
     for (int k = 0; k < sim->nforces; k++)
-        if (sim->forces[k]->apply(w, sim->force_state[k], h, err)) return -1;
+        if (apply_stage(&sim->forces[k], w, h, err)) return -1;
     if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
     for (int k = 0; k < sim->ncolliders; k++)
-        if (sim->colliders[k]->apply(w, sim->collider_state[k], h, err)) return -1;
+        if (apply_stage(&sim->colliders[k], w, h, err)) return -1;
     double t1 = csm_now();
-    if (sim->plasticity->apply && sim->plasticity->apply(w, sim->plasticity_state, h, err)) return -1;
+    if (apply_stage(&sim->plasticity, w, h, err)) return -1;
     double t2 = csm_now();
-    w->embedding_seconds = 0;
-    if (sim->recluster->apply && sim->recluster->apply(w, sim->recluster_state, h, err)) return -1;
+    if (apply_stage(&sim->recluster, w, h, err)) return -1;
     double t3 = csm_now();
     w->time += h;
     w->step++;
-    t->dynamics += t1 - t0;
-    t->plasticity += t2 - t1;
-    t->reclustering += t3 - t2;
-    t->embedding += w->embedding_seconds;
+    seconds[CSM_TIMING_DYNAMICS] += t1 - t0;
+    seconds[CSM_TIMING_PLASTICITY] += t2 - t1;
+    seconds[CSM_TIMING_RECLUSTERING] += t3 - t2; /* the reclusterer charges CSM_TIMING_EMBEDDING itself */
     return 0;
 }
 
 int csm_world_event(csm_world *w, csm_recluster_event e)
 {
-    if (csm_grow((void **)&w->events, &w->cap_events, (int64_t)w->nevents + 1, sizeof *w->events)) return -1;
-    e.frame = w->frame;
+    csm_report *r = w->report;
+    if (csm_grow((void **)&r->events, &r->cap_events, (int64_t)r->nevents + 1, sizeof *r->events)) return -1;
+    e.frame = r->frame;
     e.time = w->time;
-    w->events[w->nevents++] = e;
+    r->events[r->nevents++] = e;
     return 0;
 }
 
@@ -269,27 +288,28 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
 {
     const csm_config *cfg = sim->cfg;
     double h = cfg->dt / cfg->substeps;
-    csm_timings t = {0};
+    csm_report *r = &sim->report;
     double start = csm_now();
     csm_world *w = &sim->w;
-    w->frame = sim->frame + 1;
+    memset(&r->timings, 0, sizeof r->timings);
+    r->frame = sim->frame + 1;
     for (int32_t s = 0; s < cfg->substeps; s++)
-        if (csm_sim_step(sim, h, &t, err)) return -1;
-    w->yielded = 0;
-    for (int32_t c = 0; c < w->C.k; c++) w->yielded += w->C.flowed[c] > 0;
+        if (csm_sim_step(sim, h, err)) return -1;
+    r->yielded = 0;
+    for (int32_t c = 0; c < w->C.k; c++) r->yielded += w->C.flowed[c] > 0;
     if (check_state(sim, err)) return -1;
     sim->frame++;
-    t.total = csm_now() - start;
-    sim->last = t;
+    r->timings.seconds[CSM_TIMING_TOTAL] = csm_now() - start;
+    sim->last = r->timings;
     return 0;
 }
 
 void csm_sim_logged(csm_sim *sim)
 {
     csm_world *w = &sim->w;
-    w->plastic_skipped = 0;
-    w->yielded = 0;
-    w->nevents = 0;
+    sim->report.plastic_skipped = 0;
+    sim->report.yielded = 0;
+    sim->report.nevents = 0;
     memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }
 
@@ -316,7 +336,7 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     }
     for (int k = 0; k < 3; k++) d->center_of_mass[k] /= M > 0 ? M : 1;
     for (int k = 0; k < sim->nforces; k++)
-        if (sim->forces[k]->potential) d->potential += sim->forces[k]->potential(w, sim->force_state[k]);
+        if (sim->forces[k].potential) d->potential += sim->forces[k].potential(w, sim->forces[k].state);
     for (int32_t j = 0; j < C->m; j++) {
         double g[3];
         csm_membership_goal(C, j, g);
@@ -340,5 +360,5 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         if (cond > d->max_cond_Fp) d->max_cond_Fp = cond;
     }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
-    sim->last.total += csm_now() - start;
+    sim->last.seconds[CSM_TIMING_TOTAL] += csm_now() - start;
 }

@@ -150,6 +150,7 @@ void csm_clusters_free(csm_clusters *c)
 
 int csm_clusters_relink(csm_clusters *c)
 {
+    c->epoch++;
     int32_t n = c->n;
     /* Counting sort; memberships of a particle keep cluster order, so every gather sums in a
        fixed order (bitwise reproducible for any thread count). */
@@ -328,4 +329,35 @@ int csm_clusters_quadratic(csm_clusters *c)
     if (!c->qmean || !c->Aqq_inv || !c->Q) return -1;
     for (int32_t cl = 0; cl < c->k; cl++) quadratic_rest(c, cl);
     return 0;
+}
+
+/* ---- the report of a frame ------------------------------------------------------------------ */
+
+void csm_report_init(csm_report *r)
+{
+    memset(r, 0, sizeof *r);
+    static const char *const names[CSM_TIMING_BUILTIN] = {"dynamics", "plasticity", "reclustering", "embedding",
+                                                          "total"};
+    static const char *const docs[CSM_TIMING_BUILTIN] = {
+        "forces, integrator and colliders per frame", "plasticity per frame",
+        "reclustering per frame (embedding included)", "embedding optimisation per frame",
+        "whole frame: every stage and the diagnostics",
+    };
+    for (int k = 0; k < CSM_TIMING_BUILTIN; k++) csm_report_timing(r, names[k], docs[k]);
+}
+
+int csm_report_timing(csm_report *r, const char *name, const char *doc)
+{
+    for (int k = 0; k < r->ntimings; k++)
+        if (strcmp(r->timing_name[k], name) == 0) return k;
+    if (r->ntimings == CSM_MAX_TIMINGS) return -1;
+    r->timing_name[r->ntimings] = name;
+    r->timing_doc[r->ntimings] = doc;
+    return r->ntimings++;
+}
+
+void csm_report_free(csm_report *r)
+{
+    free(r->events);
+    memset(r, 0, sizeof *r);
 }

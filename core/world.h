@@ -1,9 +1,11 @@
-/* The data model (DESIGN.md): particles and clusters as structures of arrays. */
+/* The data model (docs/DESIGN.md): particles and clusters as structures of arrays, and the world
+   that holds them with the settings every stage reads. */
 #ifndef CSM_WORLD_H
 #define CSM_WORLD_H
 
 #include <stdint.h>
 
+#include "plugin.h"
 #include "svd3.h"
 
 typedef struct csm_particles {
@@ -25,6 +27,8 @@ typedef struct csm_clusters {
     int32_t cap_k, cap_m; /* room the arrays have; reclustering grows them geometrically */
     int32_t n;            /* particles the reverse CSR covers */
     int32_t next_id;      /* id the next added cluster gets */
+    uint64_t epoch;       /* bumped whenever memberships or weights change (reclustering, fades), so that a
+                             plugin holding data per cluster or membership can tell it is stale */
     /* cluster -> members, CSR */
     int32_t *offset;      /* [k+1] */
     int32_t *member;      /* [m] particle id */
@@ -109,5 +113,95 @@ static inline void csm_quad_terms(const double p[3], double q[6])
 /* Rest data of the quadratic mode for every cluster (qmean, A_qq pseudo-inverse) and room for Q.
    Called once after the clusters are built or rebuilt. Returns -1 when out of memory. */
 int csm_clusters_quadratic(csm_clusters *c);
+
+/* One row of /recluster/events: a cluster marked for removal or added (Falkenstein Sec 3.2). */
+enum { CSM_EVENT_REMOVED = 0, CSM_EVENT_ADDED = 1 };
+typedef struct csm_recluster_event {
+    int32_t frame;                /* the frame whose steps made it (frame 0 is the initial state) */
+    double time;                  /* simulated time at the start of the step that made it */
+    int32_t kind;                 /* CSM_EVENT_* */
+    int32_t cluster;              /* the cluster's stable id (/clusters/id) */
+    int32_t seed;                 /* seed particle of an added cluster; -1 for a removal */
+    int32_t members;
+    double cond_Fp;               /* cond(F^p) that triggered a removal; 1 for an addition */
+    double embedding_energy;      /* Eq 21 sum at the end of the embedding; NaN when none ran */
+    int32_t embedding_iterations; /* 0 when none ran */
+    double linear_energy;         /* Eq 21 sum of the linear embedding of the same set, when compared; else NaN */
+} csm_recluster_event;
+
+/* The spring gains alpha_c an integrator used in its last step: min, mean and max over clusters,
+   and how many a material modulus asked above 1 (clamped to 1: the step is too coarse). */
+typedef struct csm_gain_stats {
+    double min, mean, max;
+    int32_t clamped;
+} csm_gain_stats;
+
+/* What the steps since the last logged frame did: counters, events and stage timings that the
+   stages add to and the log writes. The simulation owns it and resets it once a frame is logged;
+   the world points to it so that plugins can report. */
+enum {
+    CSM_TIMING_DYNAMICS,     /* forces, integrator and colliders */
+    CSM_TIMING_PLASTICITY,
+    CSM_TIMING_RECLUSTERING, /* embedding included */
+    CSM_TIMING_EMBEDDING,
+    CSM_TIMING_TOTAL,        /* the whole frame, diagnostics included */
+    CSM_TIMING_BUILTIN       /* the first index a plugin's own timing gets */
+};
+#define CSM_MAX_TIMINGS 16
+
+/* Seconds per frame, indexed as csm_report's timing names (Table 1 of Falkenstein 2017 first). */
+typedef struct csm_timings {
+    double seconds[CSM_MAX_TIMINGS];
+} csm_timings;
+
+typedef struct csm_report {
+    int32_t frame;               /* the frame being computed (frames completed + 1) */
+    int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
+    int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
+    csm_gain_stats gains;        /* the spring gains alpha_c of the last step (integrators with alpha) */
+    csm_recluster_event *events; /* reclustering events since the last logged frame */
+    int32_t nevents;
+    int64_t cap_events;
+    csm_timings timings;         /* of the frame being computed */
+    int ntimings;                /* named timings: the built-in ones, then those plugins added */
+    const char *timing_name[CSM_MAX_TIMINGS], *timing_doc[CSM_MAX_TIMINGS];
+} csm_report;
+
+/* Names the built-in timings. */
+void csm_report_init(csm_report *r);
+/* A timing of its own a plugin charges (r->timings.seconds[index] += s), logged as
+   /timings/<name>; call it from create. Returns its index, the existing one for a name given
+   before, or -1 when CSM_MAX_TIMINGS are named already. name and doc must outlive the run. */
+int csm_report_timing(csm_report *r, const char *name, const char *doc);
+void csm_report_free(csm_report *r);
+
+/* Goal settings (solver.svd, solver.mode, solver.conserve). */
+enum { CSM_SVD_FAST, CSM_SVD_LAPACKE };
+enum { CSM_MODE_RIGID, CSM_MODE_LINEAR, CSM_MODE_QUADRATIC };
+/* solver.conserve: what each cluster's goal corrections keep (csm_goal_pass in kernel.h). */
+enum { CSM_CONSERVE_NONE, CSM_CONSERVE_LINEAR, CSM_CONSERVE_ANGULAR };
+
+/* The simulated state and the settings every stage reads. */
+typedef struct csm_world {
+    csm_particles P;
+    csm_clusters C;
+    int32_t nobjects;
+    int32_t *object_first;       /* [nobjects+1] particle ranges */
+    double *object_spacing;      /* [nobjects] sampling spacing used (chosen for a `particles` target) */
+    double *object_density;      /* [nobjects] mass / volume (0 for a points shape, which has no volume) */
+    double time;
+    int64_t step;
+    const csm_rotation *rotation;
+    csm_svd3_fn svd;
+    int mode;                    /* CSM_MODE_*: goal deformation (Müller 2005 Sec 4) */
+    double beta;                 /* share of the linear / quadratic fit in the goals */
+    int conserve;                /* CSM_CONSERVE_*: what the goal corrections keep (csm_goal_pass) */
+    int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
+    csm_report *report;          /* the simulation's report; NULL in a world made without one */
+} csm_world;
+
+/* Record a reclustering event in w->report (stamped with its frame and the world's time).
+   Returns -1 when out of memory. */
+int csm_world_event(csm_world *w, csm_recluster_event e);
 
 #endif

@@ -244,7 +244,9 @@ static uint64_t state_hash(const csm_particles *P)
 /* Goal passes one step makes: the spring pass (alpha > 0) and the projections. */
 static double passes_per_step(const csm_config *cfg)
 {
-    return (csm_cfg_num(&cfg->integrator, "alpha") > 0) + csm_cfg_num(&cfg->integrator, "iterations");
+    const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha");
+    const csm_value *iterations = csm_cfg_value(&cfg->integrator, "iterations");
+    return (alpha && alpha->num > 0) + (iterations ? iterations->num : 0);
 }
 
 static int run_scene(const char *name, int threads, int frames_override, result *r)
@@ -290,7 +292,9 @@ static int run_scene(const char *name, int threads, int frames_override, result 
     for (int f = 0; f < frames && !rc; f++) {
         rc = csm_sim_frame(&sim, &err);
         const csm_timings *t = &sim.last;
-        double v[STAGES] = {t->dynamics, t->plasticity, t->reclustering, t->embedding, t->total};
+        double v[STAGES] = {t->seconds[CSM_TIMING_DYNAMICS], t->seconds[CSM_TIMING_PLASTICITY],
+                            t->seconds[CSM_TIMING_RECLUSTERING], t->seconds[CSM_TIMING_EMBEDDING],
+                            t->seconds[CSM_TIMING_TOTAL]};
         for (int s = 0; s < STAGES; s++) ms[s * frames + f] = 1e3 * v[s];
         msum += sim.w.C.m;
     }

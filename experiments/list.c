@@ -47,7 +47,7 @@ int csm_cmd_list(int argc, char **argv)
         printf("%s (%s):\n", csm_kind_name((csm_kind)kind), section_of[kind]);
         for (int k = 0; k < csm_registry_count((csm_kind)kind); k++) print_head("", csm_registry_at((csm_kind)kind, k));
         if (kind == CSM_KIND_ROTATION) {
-            const csm_plugin_head common = {"(solver)", "keys of the solver section beside the integrator's",
+            const csm_plugin_head common = {1, "(solver)", "keys of the solver section beside the integrator's",
                                             csm_solver_common_params};
             print_head("", &common);
         }

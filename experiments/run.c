@@ -147,16 +147,17 @@ static int make_parent(const char *path, csm_error *err)
    (csm check); otherwise only a step too coarse for the modulus is reported (csm run). */
 static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
 {
-    double mu = csm_cfg_num(&cfg->integrator, "modulus"), h = cfg->dt / cfg->substeps;
+    /* the integrator's struct is its own: the host asks for the keys by name */
+    const csm_plugin_cfg *pc = &cfg->integrator;
+    const csm_value *modulus = csm_cfg_value(pc, "modulus"), *alpha = csm_cfg_value(pc, "alpha");
+    double mu = modulus ? modulus->num : 0, h = cfg->dt / cfg->substeps;
     int32_t k = sim->w.C.k;
     if (!(mu > 0) || k == 0) return;
-    const csm_plugin_cfg *pc = &cfg->integrator;
-    for (int j = 0; pc->plugin->params[j].key; j++)
-        if (!strcmp(pc->plugin->params[j].key, "alpha") && pc->values[j].given) {
-            char where[512];
-            fprintf(stderr, "csm: note: %s: solver.alpha is not used when solver.modulus is set\n",
-                    csm_cfg_where(pc->src, pc->values[j].line, where, sizeof where));
-        }
+    if (alpha && alpha->given) {
+        char where[512];
+        fprintf(stderr, "csm: note: %s: solver.alpha is not used when solver.modulus is set\n",
+                csm_cfg_where(pc->src, alpha->line, where, sizeof where));
+    }
     double *gain = malloc(sizeof *gain * (size_t)k), kmax = 0;
     if (!gain) return;
     csm_gain_stats st;
@@ -320,8 +321,8 @@ int csm_cmd_run(int argc, char **argv)
             }
             csm_sim_logged(&sim);
         }
-        frame_ms[sim.frame - first_frame - 1] = 1e3 * sim.last.total;
-        total_time += sim.last.total;
+        frame_ms[sim.frame - first_frame - 1] = 1e3 * sim.last.seconds[CSM_TIMING_TOTAL];
+        total_time += sim.last.seconds[CSM_TIMING_TOTAL];
         if (tty && (csm_now() - last_print > 0.2 || sim.frame == cfg.frames)) {
             progress(&sim, cfg.frames, first_frame, started, 1e3 * total_time / (sim.frame - first_frame));
             last_print = csm_now();

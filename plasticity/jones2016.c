@@ -44,7 +44,7 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
 
     /* Eq 14, explicit Euler with the state before this step's flow */
     double measure;
-    if (p->paper_stress) {
+    if (p->stress_measure == CSM_STRESS_PAPER) {
         double D[9];
         memcpy(D, Fe, sizeof D);
         D[0] -= 1.0;
@@ -90,31 +90,28 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
 }
 
 static const csm_param_spec jones2016_params[] = {
-    {"yield", CSM_REAL, 0.1, 0, 1e6, "lambda: |F* - I|_F below which deformation stays elastic (Eq 11)", NULL, {0}, NULL, 0},
-    {"flow_rate", CSM_REAL, 1.0, 0, 1e6, "nu: fraction of the deformation beyond yield that flows per step (Eq 13)", NULL,
-     {0}, NULL, 0},
-    {"hardening", CSM_REAL, 0.0, -1e6, 1e6, "K: work hardening (negative: softening) per unit of cumulative stress (Eq 13)",
-     NULL, {0}, NULL, 0},
-    {"min_stretch", CSM_REAL, 1e-3, 1e-12, 1, "smallest singular value of F^e that still flows; below it (collapsed or "
-     "inverted cluster) the step is skipped and counted in /diagnostics/plastic_skipped", NULL, {0}, NULL, 0},
-    {"cond_limit", CSM_REAL, 0, 0, 1e12, "largest condition number F^p may flow to (0: no limit); flow that would raise "
-     "cond(F^p) above it is not taken", NULL, {0}, NULL, 0},
-    {"stress_measure", CSM_ENUM, 0, 0, 1, "cumulative stress rate (Eq 14): stretch |F^e - R|_F (rotation-free) or paper "
-     "|F^e - I|_F as printed", "stretch|paper", {0}, NULL, 0},
+    CSM_P_REAL(csm_flow_params, yield, 0.1, 0, 1e6, "lambda: |F* - I|_F below which deformation stays elastic (Eq 11)"),
+    CSM_P_REAL(csm_flow_params, flow_rate, 1.0, 0, 1e6,
+               "nu: fraction of the deformation beyond yield that flows per step (Eq 13)"),
+    CSM_P_REAL(csm_flow_params, hardening, 0.0, -1e6, 1e6,
+               "K: work hardening (negative: softening) per unit of cumulative stress (Eq 13)"),
+    CSM_P_REAL(csm_flow_params, min_stretch, 1e-3, 1e-12, 1,
+               "smallest singular value of F^e that still flows; below it (collapsed or inverted cluster) the step "
+               "is skipped and counted in /diagnostics/plastic_skipped"),
+    CSM_P_REAL(csm_flow_params, cond_limit, 0, 0, 1e12,
+               "largest condition number F^p may flow to (0: no limit); flow that would raise cond(F^p) above it "
+               "is not taken"),
+    CSM_P_ENUM(csm_flow_params, stress_measure, CSM_STRESS_STRETCH, "stretch|paper",
+               "cumulative stress rate (Eq 14): stretch |F^e - R|_F (rotation-free) or paper |F^e - I|_F as printed"),
     CSM_PARAM_END,
 };
 
 static int jones2016_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     (void)w;
-    csm_flow_params *p = calloc(1, sizeof *p);
+    csm_flow_params *p = malloc(sizeof *p);
     if (!p) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    p->yield = csm_cfg_num(cfg, "yield");
-    p->flow_rate = csm_cfg_num(cfg, "flow_rate");
-    p->hardening = csm_cfg_num(cfg, "hardening");
-    p->min_stretch = csm_cfg_num(cfg, "min_stretch");
-    p->cond_limit = csm_cfg_num(cfg, "cond_limit");
-    p->paper_stress = (int)csm_cfg_num(cfg, "stress_measure") == 1;
+    *p = *(const csm_flow_params *)csm_cfg_params(cfg);
     *state = p;
     return 0;
 }
@@ -138,11 +135,16 @@ static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
         if (r == CSM_FLOW_YIELDED) C->flowed[c]++;
         if (r == CSM_FLOW_SKIPPED) skipped++;
     }
-    w->plastic_skipped += skipped;
+    w->report->plastic_skipped += skipped;
     return 0;
 }
 
 const csm_plasticity csm_plasticity_jones2016 = {
-    "jones2016", "Jones 2016 / Falkenstein 2017 Eq 9-14: F^p flows towards F^e's volume-preserving shape",
-    jones2016_params, jones2016_create, jones2016_apply, free, NULL,
+    .version = 1,
+    .name = "jones2016",
+    .summary = "Jones 2016 / Falkenstein 2017 Eq 9-14: F^p flows towards F^e's volume-preserving shape",
+    .params = jones2016_params,
+    .create = jones2016_create,
+    .apply = jones2016_apply,
+    .destroy = free,
 };

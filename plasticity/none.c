@@ -6,13 +6,16 @@
 static const csm_param_spec no_params[] = {CSM_PARAM_END};
 
 static const csm_plasticity csm_plasticity_none = {
-    "none", "no plastic flow: F^p = I for every cluster", no_params, NULL, NULL, NULL, NULL,
+    .version = 1,
+    .name = "none",
+    .summary = "no plastic flow: F^p = I for every cluster",
+    .params = no_params,
 };
 
 extern const csm_plasticity csm_plasticity_jones2016;
 
 void csm_plasticity_register(void)
 {
-    csm_registry_add(CSM_KIND_PLASTICITY, &csm_plasticity_none);
-    csm_registry_add(CSM_KIND_PLASTICITY, &csm_plasticity_jones2016);
+    csm_register_plasticity(&csm_plasticity_none);
+    csm_register_plasticity(&csm_plasticity_jones2016);
 }

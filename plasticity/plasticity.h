@@ -7,13 +7,15 @@
 void csm_plasticity_register(void);
 
 /* Parameters of the Jones 2016 flow rule as Falkenstein 2017 Sec 2.3.1 writes it. */
+enum { CSM_STRESS_STRETCH, CSM_STRESS_PAPER };
+
 typedef struct csm_flow_params {
     double yield;       /* lambda, Eq 11 */
     double flow_rate;   /* nu, Eq 13 */
     double hardening;   /* K, Eq 13 (negative: softening) */
     double min_stretch; /* smallest singular value of F^e that still flows */
     double cond_limit;  /* 0, or the largest cond(F^p) a step may flow to */
-    int paper_stress;   /* 1: Eq 14 as printed, |F^e - I|; 0: |F^e - R|, rotation-free */
+    int stress_measure; /* CSM_STRESS_*: Eq 14 as printed, |F^e - I|, or |F^e - R|, rotation-free */
 } csm_flow_params;
 
 typedef enum csm_flow_result {

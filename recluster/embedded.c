@@ -8,22 +8,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const csm_param_spec embedded_params[] = {
-    CSM_RC_COMMON_PARAMS,
-    {"embedding", CSM_ENUM, 0, 0, 1, "embedded space: nonlinear (Eq 21 with rotations, Jacobi) or linear (Jones 2014, "
-     "rotations ignored, LAPACKE)", "nonlinear|linear", {0}, NULL, 0},
-    {"embedding_iterations", CSM_INT, 20, 1, 1e6, "Jacobi sweeps of the nonlinear embedding at most", NULL, {0}, NULL, 0},
-    {"embedding_tolerance", CSM_REAL, 1e-8, 0, 1, "stop when a sweep's squared change is this fraction of the first's",
-     NULL, {0}, NULL, 0},
-    {"compare_linear", CSM_BOOL, 0, 0, 1, "also solve the linear embedding of every addition and log its Eq 21 energy "
-     "(linear_energy of /recluster/events), for comparison", NULL, {0}, NULL, 0},
-    {"m", CSM_REAL, 2, 1.01, 100, "fuzziness exponent of the cluster optimisation (as fuzzy_cmeans)", NULL, {0}, NULL, 0},
-    {"threshold", CSM_REAL, 0.3, 0, 1, "a particle joins the new cluster when its membership is at least this fraction "
-     "of its largest (as fuzzy_cmeans)", NULL, {0}, NULL, 0},
-    {"optimization_iterations", CSM_INT, 20, 1, 1e6, "fuzzy c-means updates of the new centre at most", NULL, {0}, NULL, 0},
-    {"optimization_tolerance", CSM_REAL, 1e-6, 0, 1, "stop when no membership changes by more than this", NULL, {0}, NULL, 0},
-    {"members_from", CSM_ENUM, 0, 0, 1, "who may join a new cluster: seed_clusters (members of the clusters it replaces) or "
-     "embedding_set (all of P_e, Eq 23)", "seed_clusters|embedding_set", {0}, NULL, 0},
+enum { EMBEDDING_NONLINEAR, EMBEDDING_LINEAR };
+enum { MEMBERS_FROM_SEED_CLUSTERS, MEMBERS_FROM_EMBEDDING_SET };
+
+typedef struct embedded_params {
+    csm_rc_common_params common;
+    int embedding, compare_linear, members_from;
+    int32_t embedding_iterations, optimization_iterations;
+    double embedding_tolerance, m, threshold, optimization_tolerance;
+} embedded_params;
+
+static const csm_param_spec embedded_table[] = {
+    CSM_RC_COMMON_PARAMS(embedded_params),
+    CSM_P_ENUM(embedded_params, embedding, EMBEDDING_NONLINEAR, "nonlinear|linear",
+               "embedded space: nonlinear (Eq 21 with rotations, Jacobi) or linear (Jones 2014, rotations ignored, "
+               "LAPACKE)"),
+    CSM_P_INT(embedded_params, embedding_iterations, 20, 1, 1e6, "Jacobi sweeps of the nonlinear embedding at most"),
+    CSM_P_REAL(embedded_params, embedding_tolerance, 1e-8, 0, 1,
+               "stop when a sweep's squared change is this fraction of the first's"),
+    CSM_P_BOOL(embedded_params, compare_linear, 0,
+               "also solve the linear embedding of every addition and log its Eq 21 energy (linear_energy of "
+               "/recluster/events), for comparison"),
+    CSM_P_REAL(embedded_params, m, 2, 1.01, 100, "fuzziness exponent of the cluster optimisation (as fuzzy_cmeans)"),
+    CSM_P_REAL(embedded_params, threshold, 0.3, 0, 1,
+               "a particle joins the new cluster when its membership is at least this fraction of its largest (as "
+               "fuzzy_cmeans)"),
+    CSM_P_INT(embedded_params, optimization_iterations, 20, 1, 1e6, "fuzzy c-means updates of the new centre at most"),
+    CSM_P_REAL(embedded_params, optimization_tolerance, 1e-6, 0, 1, "stop when no membership changes by more than this"),
+    CSM_P_ENUM(embedded_params, members_from, MEMBERS_FROM_SEED_CLUSTERS, "seed_clusters|embedding_set",
+               "who may join a new cluster: seed_clusters (members of the clusters it replaces) or embedding_set "
+               "(all of P_e, Eq 23)"),
     CSM_PARAM_END,
 };
 
@@ -62,7 +76,7 @@ static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recl
         ev->embedding_iterations = csm_embed_nonlinear(E, C, w->svd, e->embedding_iterations, e->embedding_tolerance,
                                                        &ev->embedding_energy);
     }
-    w->embedding_seconds += csm_now() - t0;
+    w->report->timings.seconds[CSM_TIMING_EMBEDDING] += csm_now() - t0;
 
     /* Who may join (see members_from): every particle of P_e, or only the members of the
        seed's clusters, the ones being replaced. With many neighbours removed at once nothing
@@ -130,22 +144,27 @@ static int embedded_create(const csm_plugin_cfg *cfg, const csm_world *w, void *
     csm_rc_engine *e;
     if (csm_rc_engine_create(cfg, w, &e, err)) return -1;
     e->build = build_embedded;
-    e->embedding_linear = (int)csm_cfg_num(cfg, "embedding") == 1;
-    e->embedding_iterations = (int32_t)csm_cfg_num(cfg, "embedding_iterations");
-    e->embedding_tolerance = csm_cfg_num(cfg, "embedding_tolerance");
-    e->compare_linear = csm_cfg_num(cfg, "compare_linear") != 0;
-    e->m = csm_cfg_num(cfg, "m");
-    e->threshold = csm_cfg_num(cfg, "threshold");
-    e->optimization_iterations = (int32_t)csm_cfg_num(cfg, "optimization_iterations");
-    e->optimization_tolerance = csm_cfg_num(cfg, "optimization_tolerance");
-    e->from_seed_clusters = (int)csm_cfg_num(cfg, "members_from") == 0;
+    const embedded_params *p = csm_cfg_params(cfg);
+    e->embedding_linear = p->embedding == EMBEDDING_LINEAR;
+    e->embedding_iterations = p->embedding_iterations;
+    e->embedding_tolerance = p->embedding_tolerance;
+    e->compare_linear = p->compare_linear;
+    e->m = p->m;
+    e->threshold = p->threshold;
+    e->optimization_iterations = p->optimization_iterations;
+    e->optimization_tolerance = p->optimization_tolerance;
+    e->from_seed_clusters = p->members_from == MEMBERS_FROM_SEED_CLUSTERS;
     *state = e;
     return 0;
 }
 
 const csm_reclusterer csm_reclusterer_embedded = {
-    "embedded",
-    "Falkenstein 2017 Sec 3.2: remove clusters by cond(F^p), fade, add clusters placed in a locally optimised "
-    "embedded space (Eq 21-23) by fuzzy c-means",
-    embedded_params, embedded_create, csm_rc_engine_apply, csm_rc_engine_destroy, NULL,
+    .version = 1,
+    .name = "embedded",
+    .summary = "Falkenstein 2017 Sec 3.2: remove clusters by cond(F^p), fade, add clusters placed in a locally "
+               "optimised embedded space (Eq 21-23) by fuzzy c-means",
+    .params = embedded_table,
+    .create = embedded_create,
+    .apply = csm_rc_engine_apply,
+    .destroy = csm_rc_engine_destroy,
 };

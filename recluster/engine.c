@@ -18,11 +18,12 @@ int csm_rc_engine_create(const csm_plugin_cfg *cfg, const csm_world *w, csm_rc_e
 {
     csm_rc_engine *e = calloc(1, sizeof *e);
     if (!e) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    e->cond_max = csm_cfg_num(cfg, "cond_max");
-    e->fade_out = (int32_t)csm_cfg_num(cfg, "fade_out");
-    e->fade_in = (int32_t)csm_cfg_num(cfg, "fade_in");
+    const csm_rc_common_params *p = csm_cfg_params(cfg); /* the first member of every engine table's struct */
+    e->cond_max = p->cond_max;
+    e->fade_out = p->fade_out;
+    e->fade_in = p->fade_in;
     e->min_clusters = 1;
-    e->max_clusters = (int32_t)csm_cfg_num(cfg, "max_clusters");
+    e->max_clusters = p->max_clusters;
     if (e->max_clusters == 0) e->max_clusters = 4 * (w->C.k > 0 ? w->C.k : 1);
     *out = e;
     return 0;
@@ -129,9 +130,11 @@ static int32_t renormalise(csm_rc_engine *e, csm_world *w)
             e->flag[c] = 1;
         }
     }
+    int changed = e->ntouched > 0;
     e->ntouched = 0;
     for (int32_t c = 0; c < C->k; c++)
         if (e->flag[c]) csm_cluster_rest(C, &w->P, c, NULL);
+    if (changed) C->epoch++; /* weights changed: integrators that keep per-cluster data compare epochs */
     return -1;
 }
 

@@ -11,14 +11,24 @@
 #include "sim.h"
 
 /* The parameters every reclusterer has. */
-#define CSM_RC_COMMON_PARAMS                                                                                      \
-    {"cond_max", CSM_REAL, 4, 1, 1e12, "mark a cluster for removal when cond(F^p) exceeds this (Sec 3.2.1)", \
-     NULL, {0}, NULL, 0},                                                                                  \
-    {"fade_out", CSM_INT, 30, 1, 1e6, "steps over which a marked cluster's weights fade to zero", NULL, {0}, NULL, 0}, \
-    {"fade_in", CSM_INT, 10, 1, 1e6, "steps over which an added cluster's weights come to full (fewer than fade_out)", \
-     NULL, {0}, NULL, 0},                                                                                  \
-    {"max_clusters", CSM_INT, 0, 0, 1e9, "stop the run when reclustering makes more clusters than this (0: four times "\
-     "the initial count): runaway reclustering means the simulation has become unstable", NULL, {0}, NULL, 0}
+/* The parameters every reclusterer on the engine shares: the first member of its parameter
+   struct, named `common`, so the engine reads them without knowing the rest. */
+typedef struct csm_rc_common_params {
+    double cond_max;
+    int32_t fade_out, fade_in, max_clusters;
+} csm_rc_common_params;
+
+#define CSM_RC_COMMON_ROW_(T, key, type, def, min, max, doc)                                      \
+    CSM_PARAM_FIELD(#key, type, T, common.key, def, min, max, doc, NULL, 0, 0, 0, NULL, 0)
+#define CSM_RC_COMMON_PARAMS(T)                                                                   \
+    CSM_RC_COMMON_ROW_(T, cond_max, CSM_REAL, 4, 1, 1e12,                                           \
+                       "mark a cluster for removal when cond(F^p) exceeds this (Sec 3.2.1)"),         \
+    CSM_RC_COMMON_ROW_(T, fade_out, CSM_INT, 30, 1, 1e6, "steps over which a marked cluster's weights fade to zero"), \
+    CSM_RC_COMMON_ROW_(T, fade_in, CSM_INT, 10, 1, 1e6,                                             \
+                       "steps over which an added cluster's weights come to full (fewer than fade_out)"), \
+    CSM_RC_COMMON_ROW_(T, max_clusters, CSM_INT, 0, 0, 1e9,                                         \
+                       "stop the run when reclustering makes more clusters than this (0: four times the initial " \
+                       "count): runaway reclustering means the simulation has become unstable")
 
 typedef struct csm_rc_engine csm_rc_engine;
 

@@ -6,5 +6,8 @@
 static const csm_param_spec no_params[] = {CSM_PARAM_END};
 
 const csm_reclusterer csm_reclusterer_none = {
-    "none", "keep the initial clusters for the whole run", no_params, NULL, NULL, NULL, NULL,
+    .version = 1,
+    .name = "none",
+    .summary = "keep the initial clusters for the whole run",
+    .params = no_params,
 };

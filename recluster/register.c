@@ -7,7 +7,7 @@ extern const csm_reclusterer csm_reclusterer_none, csm_reclusterer_embedded, csm
 
 void csm_recluster_register(void)
 {
-    csm_registry_add(CSM_KIND_RECLUSTERER, &csm_reclusterer_none);
-    csm_registry_add(CSM_KIND_RECLUSTERER, &csm_reclusterer_embedded);
-    csm_registry_add(CSM_KIND_RECLUSTERER, &csm_reclusterer_world_space);
+    csm_register_reclusterer(&csm_reclusterer_none);
+    csm_register_reclusterer(&csm_reclusterer_embedded);
+    csm_register_reclusterer(&csm_reclusterer_world_space);
 }

@@ -9,12 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const csm_param_spec world_space_params[] = {
-    CSM_RC_COMMON_PARAMS,
-    {"min_clusters", CSM_INT, 1, 1, 1e6, "a particle in fewer clusters (not counting those being removed) seeds one",
-     NULL, {0}, NULL, 0},
-    {"radius", CSM_REAL, 0, 0, 1e9, "members within this world-space distance of the seed (0: the mean width of the "
-     "initial clusters)", NULL, {0}, NULL, 0},
+typedef struct world_space_params {
+    csm_rc_common_params common;
+    int32_t min_clusters;
+    double radius;
+} world_space_params;
+
+static const csm_param_spec world_space_table[] = {
+    CSM_RC_COMMON_PARAMS(world_space_params),
+    CSM_P_INT(world_space_params, min_clusters, 1, 1, 1e6,
+              "a particle in fewer clusters (not counting those being removed) seeds one"),
+    CSM_P_REAL(world_space_params, radius, 0, 0, 1e9,
+               "members within this world-space distance of the seed (0: the mean width of the initial clusters)"),
     CSM_PARAM_END,
 };
 
@@ -44,8 +50,9 @@ static int world_space_create(const csm_plugin_cfg *cfg, const csm_world *w, voi
     csm_rc_engine *e;
     if (csm_rc_engine_create(cfg, w, &e, err)) return -1;
     e->build = build_world_space;
-    e->min_clusters = (int32_t)csm_cfg_num(cfg, "min_clusters");
-    e->radius = csm_cfg_num(cfg, "radius");
+    const world_space_params *p = csm_cfg_params(cfg);
+    e->min_clusters = p->min_clusters;
+    e->radius = p->radius;
     if (e->radius == 0) {
         double sum = 0;
         for (int32_t c = 0; c < w->C.k; c++) sum += w->C.width[c];
@@ -56,7 +63,12 @@ static int world_space_create(const csm_plugin_cfg *cfg, const csm_world *w, voi
 }
 
 const csm_reclusterer csm_reclusterer_world_space = {
-    "world_space",
-    "Falkenstein 2017 Sec 4 baseline: removal and fades as embedded, new clusters gathered by radius in world space",
-    world_space_params, world_space_create, csm_rc_engine_apply, csm_rc_engine_destroy, NULL,
+    .version = 1,
+    .name = "world_space",
+    .summary = "Falkenstein 2017 Sec 4 baseline: removal and fades as embedded, new clusters gathered by radius in "
+               "world space",
+    .params = world_space_table,
+    .create = world_space_create,
+    .apply = csm_rc_engine_apply,
+    .destroy = csm_rc_engine_destroy,
 };

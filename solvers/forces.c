@@ -6,21 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const csm_param_spec gravity_params[] = {
-    {"g", CSM_VEC3, 0, -1e6, 1e6, "gravitational acceleration", NULL, {0, -9.81, 0}, NULL, 0},
-    CSM_PARAM_END,
-};
-
 typedef struct gravity {
     double g[3];
 } gravity;
+
+static const csm_param_spec gravity_params[] = {
+    CSM_P_VEC3(gravity, g, 0, -9.81, 0, -1e6, 1e6, "gravitational acceleration"),
+    CSM_PARAM_END,
+};
 
 static int gravity_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     (void)w;
     gravity *s = malloc(sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    memcpy(s->g, csm_cfg_vec(cfg, "g"), sizeof s->g);
+    *s = *(const gravity *)csm_cfg_params(cfg);
     *state = s;
     return 0;
 }
@@ -46,16 +46,20 @@ static double gravity_potential(const csm_world *w, const void *state)
 }
 
 const csm_force csm_force_gravity = {
-    "gravity", "uniform gravitational acceleration g (f = m g)", gravity_params,
-    gravity_create, gravity_apply, free, gravity_potential,
+    .version = 1,
+    .name = "gravity",
+    .summary = "uniform gravitational acceleration g (f = m g)",
+    .params = gravity_params,
+    .create = gravity_create,
+    .apply = gravity_apply,
+    .destroy = free,
+    .potential = gravity_potential,
 };
 
 /* ---- forces on one object (or all), about its current centre of mass ------------------------ */
 
-#define OBJECT_PARAM                                                                               \
-    {"object", CSM_INT, -1, -1, 1e6, "index of the object it acts on (-1: every object)", NULL, {0}, NULL, 0}
-#define UNTIL_PARAM                                                                                \
-    {"until", CSM_REAL, 4, 0, 1e9, "acts while the simulation time is below this (seconds)", NULL, {0}, NULL, 0}
+#define OBJECT_PARAM(T) CSM_P_INT(T, object, -1, -1, 1e6, "index of the object it acts on (-1: every object)")
+#define UNTIL_PARAM(T) CSM_P_REAL(T, until, 4, 0, 1e9, "acts while the simulation time is below this (seconds)")
 
 /* Centre of mass of the particles [lo, hi). */
 static void object_com(const csm_particles *P, int32_t lo, int32_t hi, double c[3])
@@ -81,25 +85,31 @@ static int object_range(const csm_plugin_cfg *cfg, const csm_world *w, int objec
     return 0;
 }
 
-static const csm_param_spec compress_params[] = {
-    {"scale", CSM_REAL, 10, -1e9, 1e9,
-     "s: acceleration per metre of distance from the centre of mass along the axis (1/s^2)", NULL, {0}, NULL, 0},
-    {"axis", CSM_ENUM, 0, 0, 2, "the world axis it squeezes along", "x|y|z", {0}, NULL, 0},
-    UNTIL_PARAM,
-    OBJECT_PARAM,
+typedef struct compress_params {
+    double scale, until;
+    int axis;
+    int32_t object;
+} compress_params;
+
+static const csm_param_spec compress_table[] = {
+    CSM_P_REAL(compress_params, scale, 10, -1e9, 1e9,
+               "s: acceleration per metre of distance from the centre of mass along the axis (1/s^2)"),
+    CSM_P_ENUM(compress_params, axis, 0, "x|y|z", "the world axis it squeezes along"),
+    UNTIL_PARAM(compress_params),
+    OBJECT_PARAM(compress_params),
     CSM_PARAM_END,
 };
 
 static int compress_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
-    int object = (int)csm_cfg_num(cfg, "object");
-    if (object_range(cfg, w, object, err)) return -1;
+    const compress_params *p = csm_cfg_params(cfg);
+    if (object_range(cfg, w, p->object, err)) return -1;
     about_com *s = calloc(1, sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    s->scale = csm_cfg_num(cfg, "scale");
-    s->until = csm_cfg_num(cfg, "until");
-    s->axis_index = (int)csm_cfg_num(cfg, "axis");
-    s->object = object;
+    s->scale = p->scale;
+    s->until = p->until;
+    s->axis_index = p->axis;
+    s->object = p->object;
     *state = s;
     return 0;
 }
@@ -126,31 +136,41 @@ static int compress_apply(csm_world *w, void *state, double h, csm_error *err)
 }
 
 const csm_force csm_force_compress = {
-    "compress", "squeeze along an axis towards the centre of mass until a time (Falkenstein 2017 Sec 4)",
-    compress_params, compress_create, compress_apply, free, NULL,
+    .version = 1,
+    .name = "compress",
+    .summary = "squeeze along an axis towards the centre of mass until a time (Falkenstein 2017 Sec 4)",
+    .params = compress_table,
+    .create = compress_create,
+    .apply = compress_apply,
+    .destroy = free,
 };
 
-static const csm_param_spec twist_params[] = {
-    {"scale", CSM_REAL, 1, -1e9, 1e9, "s: angular acceleration of each half (1/s^2)", NULL, {0}, NULL, 0},
-    {"axis", CSM_VEC3, 0, -1e9, 1e9, "twist axis through the centre of mass (normalised)", NULL, {1, 0, 0}, NULL, 0},
-    UNTIL_PARAM,
-    OBJECT_PARAM,
+typedef struct twist_params {
+    double scale, axis[3], until;
+    int32_t object;
+} twist_params;
+
+static const csm_param_spec twist_table[] = {
+    CSM_P_REAL(twist_params, scale, 1, -1e9, 1e9, "s: angular acceleration of each half (1/s^2)"),
+    CSM_P_VEC3(twist_params, axis, 1, 0, 0, -1e9, 1e9, "twist axis through the centre of mass (normalised)"),
+    UNTIL_PARAM(twist_params),
+    OBJECT_PARAM(twist_params),
     CSM_PARAM_END,
 };
 
 static int twist_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
-    int object = (int)csm_cfg_num(cfg, "object");
-    if (object_range(cfg, w, object, err)) return -1;
-    const double *ax = csm_cfg_vec(cfg, "axis");
+    const twist_params *p = csm_cfg_params(cfg);
+    if (object_range(cfg, w, p->object, err)) return -1;
+    const double *ax = p->axis;
     double len = csm_v3_norm(ax);
     if (!(len > 0)) return csm_cfg_fail(cfg, err, "axis must not be zero");
     about_com *s = calloc(1, sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    s->scale = csm_cfg_num(cfg, "scale");
-    s->until = csm_cfg_num(cfg, "until");
+    s->scale = p->scale;
+    s->until = p->until;
     for (int d = 0; d < 3; d++) s->axis[d] = ax[d] / len;
-    s->object = object;
+    s->object = p->object;
     *state = s;
     return 0;
 }
@@ -181,27 +201,31 @@ static int twist_apply(csm_world *w, void *state, double h, csm_error *err)
 }
 
 const csm_force csm_force_twist = {
-    "twist", "turn the two halves of an object in opposite directions about an axis until a time",
-    twist_params, twist_create, twist_apply, free, NULL,
-};
-
-static const csm_param_spec drag_params[] = {
-    {"coefficient", CSM_REAL, 0.1, 0, 1e9, "k: a_i = -k (v_i - wind), per second", NULL, {0}, NULL, 0},
-    {"wind", CSM_VEC3, 0, -1e9, 1e9, "velocity of the surrounding air", NULL, {0, 0, 0}, NULL, 0},
-    CSM_PARAM_END,
+    .version = 1,
+    .name = "twist",
+    .summary = "turn the two halves of an object in opposite directions about an axis until a time",
+    .params = twist_table,
+    .create = twist_create,
+    .apply = twist_apply,
+    .destroy = free,
 };
 
 typedef struct drag {
-    double k, wind[3];
+    double coefficient, wind[3];
 } drag;
+
+static const csm_param_spec drag_params[] = {
+    CSM_P_REAL(drag, coefficient, 0.1, 0, 1e9, "k: a_i = -k (v_i - wind), per second"),
+    CSM_P_VEC3(drag, wind, 0, 0, 0, -1e9, 1e9, "velocity of the surrounding air"),
+    CSM_PARAM_END,
+};
 
 static int drag_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     (void)w;
     drag *s = malloc(sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    s->k = csm_cfg_num(cfg, "coefficient");
-    memcpy(s->wind, csm_cfg_vec(cfg, "wind"), sizeof s->wind);
+    *s = *(const drag *)csm_cfg_params(cfg);
     *state = s;
     return 0;
 }
@@ -214,11 +238,16 @@ static int drag_apply(csm_world *w, void *state, double h, csm_error *err)
     const drag *s = state;
     csm_particles *P = &w->P;
     for (int32_t i = 0; i < P->n; i++)
-        for (int d = 0; d < 3; d++) P->force[3 * i + d] -= s->k * P->mass[i] * (P->v[3 * i + d] - s->wind[d]);
+        for (int d = 0; d < 3; d++) P->force[3 * i + d] -= s->coefficient * P->mass[i] * (P->v[3 * i + d] - s->wind[d]);
     return 0;
 }
 
 const csm_force csm_force_drag = {
-    "drag", "linear air drag towards the wind velocity (f = -k m (v - wind))", drag_params,
-    drag_create, drag_apply, free, NULL,
+    .version = 1,
+    .name = "drag",
+    .summary = "linear air drag towards the wind velocity (f = -k m (v - wind))",
+    .params = drag_params,
+    .create = drag_create,
+    .apply = drag_apply,
+    .destroy = free,
 };

@@ -30,23 +30,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DAMPING_PARAM                                                                              \
-    {"damping", CSM_REAL, 0, 0, 1,                                                                 \
-     "per step, the fraction of each particle's velocity relative to its clusters' rigid motion "   \
-     "that is removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)",                       \
-     NULL, {0}, NULL, 0}
-#define ALPHA_PARAM                                                                                \
-    {"alpha", CSM_REAL, 0.5, 0, 1, "spring gain alpha = h^2 k / m: fraction of the way to the goal per step (Müller 2005)", \
-     NULL, {0}, NULL, 0}
-#define OMEGA_PARAM                                                                                \
-    {"omega", CSM_REAL, 1, 0, 2, "relaxation of each Jacobi projection (1: onto the goals; above 1: over-relaxed)", NULL, \
-     {0}, NULL, 0}
+/* The parameters of all three integrators. A table declares the keys its integrator takes;
+   a field it does not declare stays 0, the value that reduces Algorithm 1 to that integrator
+   (alpha 0: no springs; gamma 0: projections onto the goals; iterations 0: no loop, where
+   omega is never read). */
+typedef struct step_params {
+    double alpha, modulus, gamma, omega, damping;
+    int32_t iterations;
+} step_params;
 
+#define DAMPING_PARAM                                                                              \
+    CSM_P_REAL(step_params, damping, 0, 0, 1,                                                      \
+               "per step, the fraction of each particle's velocity relative to its clusters' rigid motion " \
+               "that is removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)")
+#define ALPHA_PARAM                                                                                \
+    CSM_P_REAL(step_params, alpha, 0.5, 0, 1,                                                      \
+               "spring gain alpha = h^2 k / m: fraction of the way to the goal per step (Müller 2005)")
+#define OMEGA_PARAM                                                                                \
+    CSM_P_REAL(step_params, omega, 1, 0, 2,                                                        \
+               "relaxation of each Jacobi projection (1: onto the goals; above 1: over-relaxed)")
 #define MODULUS_PARAM                                                                              \
-    {"modulus", CSM_REAL, 0, 0, 1e15,                                                              \
-     "shear modulus mu (Pa) of the material: each cluster's gain alpha_c = min(1, h^2 k_c) stores "  \
-     "mu V_c |F - R|^2 under a uniform F whatever the cluster size and step (0: every cluster uses alpha)", \
-     NULL, {0}, NULL, 0}
+    CSM_P_REAL(step_params, modulus, 0, 0, 1e15,                                                   \
+               "shear modulus mu (Pa) of the material: each cluster's gain alpha_c = min(1, h^2 k_c) stores " \
+               "mu V_c |F - R|^2 under a uniform F whatever the cluster size and step (0: every cluster uses alpha)")
 
 static const csm_param_spec shape_matching_params[] = {
     ALPHA_PARAM,
@@ -56,7 +62,7 @@ static const csm_param_spec shape_matching_params[] = {
 };
 
 static const csm_param_spec pbd_params[] = {
-    {"iterations", CSM_INT, 4, 0, 10000, "Jacobi projections onto the cluster goals per step", NULL, {0}, NULL, 0},
+    CSM_P_INT(step_params, iterations, 4, 0, 10000, "Jacobi projections onto the cluster goals per step"),
     OMEGA_PARAM,
     DAMPING_PARAM,
     CSM_PARAM_END,
@@ -65,10 +71,9 @@ static const csm_param_spec pbd_params[] = {
 static const csm_param_spec strain_limited_params[] = {
     ALPHA_PARAM,
     MODULUS_PARAM,
-    {"gamma", CSM_REAL, 0.2, 0, 1e6,
-     "strain limit: allowed |x_i - g_ic| / width_c before a projection pulls back (Bargteil-Jones Eq 4; 0: equality)",
-     NULL, {0}, NULL, 0},
-    {"iterations", CSM_INT, 5, 0, 10000, "Jacobi strain-limiting passes per step (Bargteil-Jones: 3-5)", NULL, {0}, NULL, 0},
+    CSM_P_REAL(step_params, gamma, 0.2, 0, 1e6,
+               "strain limit: allowed |x_i - g_ic| / width_c before a projection pulls back (Bargteil-Jones Eq 4; 0: equality)"),
+    CSM_P_INT(step_params, iterations, 5, 0, 10000, "Jacobi strain-limiting passes per step (Bargteil-Jones: 3-5)"),
     OMEGA_PARAM,
     DAMPING_PARAM,
     CSM_PARAM_END,
@@ -84,25 +89,23 @@ typedef struct cluster_step {
     int32_t n, k_scratch, k_gain, k_frame; /* sizes the buffers hold; they grow only after reclustering */
 } cluster_step;
 
-static int step_create(const csm_plugin_cfg *cfg, void **state, csm_error *err)
+static int step_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
+    const step_params *p = csm_cfg_params(cfg);
+    /* a material modulus sets each cluster's stiffness from its volume m_c / rho */
+    for (int32_t k = 0; k < w->nobjects && p->modulus > 0; k++)
+        if (w->object_density[k] == 0.0)
+            return csm_cfg_fail(cfg, err,
+                                "modulus needs the density of objects[%d], and a points shape encloses no volume "
+                                "(use alpha)", k);
     cluster_step *s = calloc(1, sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    const csm_param_spec *spec = cfg->plugin->params;
-    /* a key the plugin does not declare keeps the value that reduces Algorithm 1 to it */
-    s->alpha = 0.0;
-    s->gamma = 0.0;
-    s->omega = 1.0;
-    s->iterations = 0;
-    for (int k = 0; spec[k].key; k++) {
-        double v = cfg->values[k].num;
-        if (strcmp(spec[k].key, "alpha") == 0) s->alpha = v;
-        else if (strcmp(spec[k].key, "gamma") == 0) s->gamma = v;
-        else if (strcmp(spec[k].key, "omega") == 0) s->omega = v;
-        else if (strcmp(spec[k].key, "iterations") == 0) s->iterations = (int)v;
-        else if (strcmp(spec[k].key, "damping") == 0) s->damping = v;
-        else if (strcmp(spec[k].key, "modulus") == 0) s->modulus = v;
-    }
+    s->alpha = p->alpha;
+    s->gamma = p->gamma;
+    s->omega = p->omega;
+    s->iterations = p->iterations;
+    s->damping = p->damping;
+    s->modulus = p->modulus;
     *state = s;
     return 0;
 }
@@ -144,11 +147,11 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     int spring = s->alpha > 0;
     double a = s->alpha / h;
     if (s->modulus > 0) {
-        csm_modulus_gains(w, s->modulus, h, s->gain, &w->gains);
-        spring = w->gains.max > 0;
+        csm_modulus_gains(w, s->modulus, h, s->gain, &w->report->gains);
+        spring = w->report->gains.max > 0;
         a = 1.0 / h; /* the gains are in the goals: g - x = sum_c alpha_c w_ic (g_ic - x) */
     } else {
-        w->gains = (csm_gain_stats){s->alpha, s->alpha, s->alpha, 0};
+        w->report->gains = (csm_gain_stats){s->alpha, s->alpha, s->alpha, 0};
     }
     csm_goal_pass sp = {0.0, s->modulus > 0 ? s->gain : NULL, w->conserve, x, s->frame};
     csm_goal_pass jp = {s->gamma, NULL, w->conserve, P->x_prev, s->frame};
@@ -208,19 +211,31 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
 }
 
 const csm_integrator csm_integrator_shape_matching = {
-    "shape_matching",
-    "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)",
-    shape_matching_params, step_create, step, step_destroy,
+    .version = 1,
+    .name = "shape_matching",
+    .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)",
+    .params = shape_matching_params,
+    .create = step_create,
+    .step = step,
+    .destroy = step_destroy,
 };
 
 const csm_integrator csm_integrator_pbd = {
-    "pbd",
-    "position-based dynamics (Müller et al. 2007): predict, Jacobi projections onto the goals, v from positions",
-    pbd_params, step_create, step, step_destroy,
+    .version = 1,
+    .name = "pbd",
+    .summary = "position-based dynamics (Müller et al. 2007): predict, Jacobi projections onto the goals, v from positions",
+    .params = pbd_params,
+    .create = step_create,
+    .step = step,
+    .destroy = step_destroy,
 };
 
 const csm_integrator csm_integrator_strain_limited = {
-    "strain_limited",
-    "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma",
-    strain_limited_params, step_create, step, step_destroy,
+    .version = 1,
+    .name = "strain_limited",
+    .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma",
+    .params = strain_limited_params,
+    .create = step_create,
+    .step = step,
+    .destroy = step_destroy,
 };

@@ -22,11 +22,18 @@ static void polar_f_extract(const csm_polar_ctx *polar, const double Apq[9], con
 }
 
 const csm_rotation csm_rotation_polar_apq = {
-    "polar_apq", "Müller 2005: R = polar(A_pq), ignores A_qq (Falkenstein Sec 3.1 erratum)",
-    no_params, polar_apq_extract, 1,
+    .version = 1,
+    .name = "polar_apq",
+    .summary = "Müller 2005: R = polar(A_pq), ignores A_qq (Falkenstein Sec 3.1 erratum)",
+    .params = no_params,
+    .extract = polar_apq_extract,
+    .torque_free = 1,
 };
 
 const csm_rotation csm_rotation_polar_f = {
-    "polar_f", "Falkenstein 2017: R = polar(F^e), F^e = A_xr A_rr^-1 (F^p)^-1 (Eq 5, 15)",
-    no_params, polar_f_extract, 0,
+    .version = 1,
+    .name = "polar_f",
+    .summary = "Falkenstein 2017: R = polar(F^e), F^e = A_xr A_rr^-1 (F^p)^-1 (Eq 5, 15)",
+    .params = no_params,
+    .extract = polar_f_extract,
 };

@@ -40,7 +40,8 @@ static drift run_config(const char *path, const char *const *sets, int nsets)
         csm_v3_cross(&P->x[3 * i], &P->v[3 * i], L);
         out.scale += P->mass[i] * (csm_v3_norm(&P->v[3 * i]) + csm_v3_norm(L));
     }
-    double gamma = csm_cfg_num(&cfg.integrator, "gamma");
+    const csm_value *gv = csm_cfg_value(&cfg.integrator, "gamma"); /* only strain_limited has one */
+    double gamma = gv ? gv->num : 0.0;
     d = d0;
     for (int f = 0; f < cfg.frames; f++) {
         if (gamma > 0 && d.max_strain > gamma) out.strained += 1.0 / cfg.frames;

@@ -297,7 +297,7 @@ static void test_target_particle_count(void **state)
         int32_t n;
         csm_error err;
         if (csm_sample_object(&cfg.objects[0], 0, 4, &pts, &n, &vol, &h, &err)) fail_msg("%s", err.msg);
-        int32_t target = (int32_t)csm_cfg_num(&cfg.objects[0].sampling, "particles");
+        int32_t target = ((const csm_sampling_params *)csm_cfg_params(&cfg.objects[0].sampling))->particles;
         if (fabs((double)n - target) > tolerance[k] * target) fail_msg("case %d: %d particles for %d", k, n, target);
         /* the spacing reported is the one sampled with: no two samples closer (Poisson), and
            about one sample per h^3 of volume (grid) */

@@ -74,9 +74,9 @@ static void fade_scenario(const char *method)
     for (int f = 0; f < 10; f++) {
         run_frame(&R);
         check_partition(w);
-        for (int32_t e = 0; e < w->nevents; e++) {
-            removed += w->events[e].kind == CSM_EVENT_REMOVED;
-            added += w->events[e].kind == CSM_EVENT_ADDED;
+        for (int32_t e = 0; e < w->report->nevents; e++) {
+            removed += w->report->events[e].kind == CSM_EVENT_REMOVED;
+            added += w->report->events[e].kind == CSM_EVENT_ADDED;
         }
         csm_sim_logged(&R.sim);
         if (f == 0)
@@ -113,7 +113,7 @@ static void test_plastic_bar_invariants(void **state)
     for (int f = 0; f < 60; f++) {
         run_frame(&R);
         check_partition(&R.sim.w);
-        for (int32_t e = 0; e < R.sim.w.nevents; e++) added += R.sim.w.events[e].kind == CSM_EVENT_ADDED;
+        for (int32_t e = 0; e < R.sim.report.nevents; e++) added += R.sim.report.events[e].kind == CSM_EVENT_ADDED;
         csm_sim_logged(&R.sim);
     }
     assert_true(added >= 5);
@@ -247,7 +247,7 @@ static void reclustered(int threads, snapshot *s, int *events)
     *events = 0;
     for (int f = 0; f < 40; f++) {
         run_frame(&R);
-        *events += R.sim.w.nevents;
+        *events += R.sim.report.nevents;
         csm_sim_logged(&R.sim);
     }
     take(&R, s);
@@ -291,7 +291,7 @@ static void test_unmarked_is_none(void **state)
             memcpy(ref, R.sim.w.P.x, bytes);
         } else {
             assert_memory_equal(ref, R.sim.w.P.x, bytes);
-            assert_int_equal(R.sim.w.nevents, 0);
+            assert_int_equal(R.sim.report.nevents, 0);
         }
         run_stop(&R);
     }

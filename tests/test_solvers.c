@@ -243,8 +243,7 @@ static void test_strain_limit_bounds_strain(void **state)
         run r;
         run_start(&r, CUBE, k ? sl : sm, k ? 5 : 2);
         csm_error err;
-        csm_timings t = {0};
-        if (csm_sim_step(&r.sim, r.cfg.dt, &t, &err)) fail_msg("%s", err.msg);
+        if (csm_sim_step(&r.sim, r.cfg.dt, &err)) fail_msg("%s", err.msg);
         csm_diag d;
         csm_diagnostics(&r.sim, &d);
         strain[k] = d.max_strain;
@@ -357,7 +356,7 @@ static void test_forces(void **state)
     memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
     for (int k = 0; k < r.sim.nforces; k++) {
         csm_error err;
-        if (r.sim.forces[k]->apply(w, r.sim.force_state[k], 0.01, &err)) fail_msg("%s", err.msg);
+        if (r.sim.forces[k].apply(w, r.sim.forces[k].state, 0.01, &err)) fail_msg("%s", err.msg);
     }
     double M = 0, c[3] = {0, 0, 0}, worst = 0, scale = 0;
     for (int32_t i = 0; i < P->n; i++) {
@@ -380,7 +379,7 @@ static void test_forces(void **state)
     w->time = 1.5;
     memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
     csm_error err;
-    if (r.sim.forces[0]->apply(w, r.sim.force_state[0], 0.01, &err)) fail_msg("%s", err.msg);
+    if (r.sim.forces[0].apply(w, r.sim.forces[0].state, 0.01, &err)) fail_msg("%s", err.msg);
     for (int32_t k = 0; k < 3 * P->n; k++) assert_true(P->force[k] == 0.0);
     run_stop(&r);
 }
@@ -399,7 +398,7 @@ static void test_sphere_collider(void **state)
     csm_world *w = &r.sim.w;
     csm_particles *P = &w->P;
     csm_error err;
-    if (r.sim.colliders[0]->apply(w, r.sim.collider_state[0], 0.01, &err)) fail_msg("%s", err.msg);
+    if (r.sim.colliders[0].apply(w, r.sim.colliders[0].state, 0.01, &err)) fail_msg("%s", err.msg);
     assert_close(P->x[0], 1.0, 1e-15);
     assert_close(P->v[0], 1.0, 1e-15); /* reflected, restitution 1 */
     assert_close(csm_v3_norm(&P->x[3]), 1.0, 1e-15);
