@@ -1,4 +1,4 @@
-/* Initial clustering: methods fill a builder (cluster -> members CSR with weights), which becomes
+/* Initial clustering: methods (clustering/) fill a builder (cluster -> members CSR with weights), which becomes
    a csm_clusters through csm_clusters_from_builder. */
 #ifndef CSM_CLUSTERING_H
 #define CSM_CLUSTERING_H
@@ -52,6 +52,5 @@ typedef struct csm_cluster_stats {
 
 void csm_cluster_stats_compute(const csm_clusters *c, int32_t n, csm_cluster_stats *s);
 
-extern const csm_clustering csm_clustering_random_radius, csm_clustering_fuzzy_cmeans, csm_clustering_per_particle;
 
 #endif

@@ -12,13 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-double csm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Place one object's samples: rest = position + s, x = position + c + D (s - c) about the
    centroid c, v = velocity + omega x (x - x_c). */
 static void place_object(const csm_object_cfg *o, const double *s, int32_t count, double volume,

@@ -47,8 +47,6 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err);
    dropped. */
 void csm_sim_logged(csm_sim *sim);
 
-/* Monotonic seconds. */
-double csm_now(void);
 
 /* Per-frame diagnostics (DESIGN.md /diagnostics). */
 typedef struct csm_diag {

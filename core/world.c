@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count) > 0 ? (size_t)(count) : 1, sizeof *(ptr)))
 
@@ -360,4 +361,11 @@ void csm_report_free(csm_report *r)
 {
     free(r->events);
     memset(r, 0, sizeof *r);
+}
+
+double csm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -167,6 +167,9 @@ typedef struct csm_report {
     const char *timing_name[CSM_MAX_TIMINGS], *timing_doc[CSM_MAX_TIMINGS];
 } csm_report;
 
+/* Monotonic seconds, for timings. */
+double csm_now(void);
+
 /* Names the built-in timings. */
 void csm_report_init(csm_report *r);
 /* A timing of its own a plugin charges (r->timings.seconds[index] += s), logged as

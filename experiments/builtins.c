@@ -1,6 +1,6 @@
 #include "commands.h"
 
-#include "core.h"
+#include "methods.h"
 #include "plasticity.h"
 #include "recluster.h"
 #include "solvers.h"
@@ -10,7 +10,7 @@ void csm_register_builtins(void)
     static int done;
     if (done) return;
     done = 1;
-    csm_core_register();
+    csm_clustering_register();
     csm_solvers_register();
     csm_plasticity_register();
     csm_recluster_register();

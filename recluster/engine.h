@@ -8,7 +8,7 @@
 
 #include "embedding.h"
 #include "plugin.h"
-#include "sim.h"
+#include "world.h"
 
 /* The parameters every reclusterer has. */
 /* The parameters every reclusterer on the engine shares: the first member of its parameter

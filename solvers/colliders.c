@@ -3,7 +3,7 @@
    (inverse mass 0) never move. */
 #include "csm_math.h"
 #include "plugin.h"
-#include "sim.h"
+#include "world.h"
 
 #include <math.h>
 #include <stdlib.h>

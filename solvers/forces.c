@@ -1,7 +1,7 @@
 /* External forces. Each adds to w->P.force for the current step. */
 #include "csm_math.h"
 #include "plugin.h"
-#include "sim.h"
+#include "world.h"
 
 #include <stdlib.h>
 #include <string.h>

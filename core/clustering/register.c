@@ -1,7 +1,6 @@
-#include "clustering.h"
-#include "core.h"
+#include "methods.h"
 
-void csm_core_register(void)
+void csm_clustering_register(void)
 {
     csm_register_clustering(&csm_clustering_random_radius);
     csm_register_clustering(&csm_clustering_fuzzy_cmeans);

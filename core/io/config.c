@@ -1,0 +1,512 @@
+/* A csm_config from a file or text (docs/DESIGN.md "Configs"): the section tables of the keys
+   that are not plugins, then parse, override, take out the sweep, and validate every section. */
+#include "config_tree.h"
+
+#include "files.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* Section tables: the only place the defaults, ranges and docs of non-plugin keys live.      */
+
+/* The rows of the top level, time and output fill csm_config itself; name and output.path are
+   read by load(), which derives their defaults. */
+static const csm_param_spec time_params[] = {
+    CSM_P_REAL(csm_config, dt, 1.0 / 60.0, 1e-9, 10.0, "frame length in seconds"),
+    CSM_P_INT(csm_config, frames, 240, 0, 1e9, "frames to simulate after frame 0"),
+    CSM_P_INT(csm_config, substeps, 1, 1, 1e5, "steps per frame (step h = dt / substeps)"),
+    CSM_P_REAL(csm_config, max_speed, 0, 0, 1e300,
+               "stop the run as failed when a particle moves faster than this, in m/s (0: no bound; a NaN or infinite "
+               "state always stops it)"),
+    CSM_PARAM_END,
+};
+
+static const csm_param_spec output_params[] = {
+    CSM_P_UNBOUND("path", CSM_STRING, 0, 0, 0, "HDF5 log path (default out/<name>.h5)", NULL, "", 0),
+    CSM_PARAM_FIELD("every", CSM_INT, csm_config, output_every, 1, 1, 1e9, "log every N-th frame", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("goals", CSM_BOOL, csm_config, output_goals, 0, 0, 1, "also log /frames/goals", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_END,
+};
+
+static const csm_param_spec top_params[] = {
+    CSM_P_UNBOUND("name", CSM_STRING, 0, 0, 0, "experiment name (default: the config's file name)", NULL, "", 0),
+    CSM_P_INT(csm_config, seed, 1, 0, 9007199254740992.0, "seed of every random choice"),
+    CSM_PARAM_END,
+};
+
+static const csm_param_spec box_params[] = {
+    CSM_P_VEC3(csm_shape_params, size, 1, 1, 1, 1e-9, 1e9, "edge lengths"),
+    CSM_PARAM_END,
+};
+static const csm_param_spec sphere_params[] = {
+    CSM_P_REAL(csm_shape_params, radius, 0.5, 1e-9, 1e9, "radius"),
+    CSM_PARAM_END,
+};
+static const csm_param_spec cylinder_params[] = {
+    CSM_P_REAL(csm_shape_params, radius, 0.5, 1e-9, 1e9, "radius"),
+    CSM_P_REAL(csm_shape_params, height, 1.0, 1e-9, 1e9, "length along the axis"),
+    CSM_P_ENUM(csm_shape_params, axis, 1, "x|y|z", "axis of the cylinder"),
+    CSM_PARAM_END,
+};
+static const csm_param_spec torus_params[] = {
+    CSM_P_REAL(csm_shape_params, major, 0.5, 1e-9, 1e9, "distance from the centre to the tube's centre"),
+    CSM_P_REAL(csm_shape_params, minor, 0.2, 1e-9, 1e9, "tube radius"),
+    CSM_P_ENUM(csm_shape_params, axis, 1, "x|y|z", "axis of symmetry"),
+    CSM_PARAM_END,
+};
+static const csm_param_spec points_params[] = {
+    CSM_P_POINTS(csm_shape_params, positions, -1e9, 1e9, "explicit particle positions"),
+    CSM_PARAM_END,
+};
+
+static const csm_param_spec mesh_params[] = {
+    CSM_PARAM_FIELD("path", CSM_STRING, csm_shape_params, path, 0, 0, 0,
+                    "OFF or OBJ file; a relative path is tried from the current folder, then the config's folder and "
+                    "those above",
+                    NULL, 0, 0, 0, "", CSM_PARAM_REQUIRED),
+    CSM_P_VEC3(csm_shape_params, rotate, 0, 0, 0, -1e9, 1e9, "rotation in degrees about x, then y, then z"),
+    CSM_P_ENUM(csm_shape_params, fit, CSM_FIT_NONE, "none|unit_box",
+               "unit_box: scale so the longest bounding-box edge is 1"),
+    CSM_P_REAL(csm_shape_params, scale, 1.0, 1e-9, 1e9, "uniform scale, after fit"),
+    CSM_PARAM_END,
+};
+
+static const csm_plugin_head shape_kinds[] = {
+    {1, "box", "axis-aligned box centred on the object's position", box_params},
+    {1, "sphere", "ball", sphere_params},
+    {1, "cylinder", "solid cylinder", cylinder_params},
+    {1, "torus", "solid torus", torus_params},
+    {1, "points", "particles at the given positions (sampling is ignored)", points_params},
+    {1, "mesh", "inside of a triangle or polygon mesh (generalized winding number), centred on its bounding box",
+     mesh_params},
+};
+
+static const csm_param_spec grid_params[] = {
+    CSM_P_REAL(csm_sampling_params, spacing, 0.1, 1e-6, 1e9, "distance between grid points"),
+    CSM_P_INT(csm_sampling_params, particles, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)"),
+    CSM_PARAM_END,
+};
+static const csm_param_spec poisson_params[] = {
+    CSM_P_REAL(csm_sampling_params, spacing, 0.1, 1e-6, 1e9, "minimum distance between particles (Bridson 2007)"),
+    CSM_P_INT(csm_sampling_params, attempts, 30, 1, 1000, "candidates tried around each active sample"),
+    CSM_P_INT(csm_sampling_params, particles, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)"),
+    CSM_PARAM_END,
+};
+static const csm_plugin_head sampling_kinds[] = {
+    {1, "grid", "regular cubic grid inside the shape", grid_params},
+    {1, "poisson", "Poisson-disk blue noise inside the shape (Bridson 2007)", poisson_params},
+};
+
+static const csm_param_spec body_params[] = {
+    CSM_P_REAL(csm_body_params, mass, 1.0, 1e-300, 1e300, "total mass of the object (ignored when density is given)"),
+    CSM_P_REAL(csm_body_params, density, 0, 0, 1e300, "mass per unit volume (0: use mass)"),
+    CSM_P_VEC3(csm_body_params, position, 0, 0, 0, -1e9, 1e9, "where the shape's centre is placed"),
+    CSM_P_MAT3(csm_body_params, deform, -1e9, 1e9, "initial deformation about the centroid; rest shape undeformed"),
+    CSM_P_VEC3(csm_body_params, velocity, 0, 0, 0, -1e9, 1e9, "initial velocity"),
+    CSM_P_VEC3(csm_body_params, angular_velocity, 0, 0, 0, -1e9, 1e9, "initial angular velocity about the centroid"),
+    CSM_PARAM_END,
+};
+static const csm_param_spec pin_index_spec = CSM_P_UNBOUND("indices", CSM_INT, 0, 0, 2147483647, "particle index", NULL,
+                                                           NULL, 0);
+typedef struct pin_params {
+    int axis;
+    double value;
+} pin_params;
+static const csm_param_spec pin_table[] = {
+    CSM_P_ENUM(pin_params, axis, 1, "x|y|z", "world axis"),
+    CSM_PARAM_FIELD("value", CSM_REAL, pin_params, value, 0, -1e9, 1e9, "world coordinate at t = 0", NULL, 0, 0, 0,
+                    NULL, CSM_PARAM_REQUIRED),
+    CSM_PARAM_END,
+};
+
+/* `rotation` names a plugin, which load() looks up; the others fill csm_config. */
+const csm_param_spec csm_solver_common_params[] = {
+    CSM_P_UNBOUND("rotation", CSM_STRING, 0, 0, 0, "rotation extractor", NULL, "polar_f", 0),
+    CSM_P_ENUM(csm_config, svd, CSM_SVD_FAST, "fast|lapacke", "3x3 SVD backend"),
+    CSM_P_ENUM(csm_config, mode, CSM_MODE_RIGID, "rigid|linear|quadratic",
+               "goal deformation (Müller 2005): rigid R, linear beta A + (1 - beta) R, quadratic 9-term fit"),
+    CSM_P_REAL(csm_config, beta, 0, 0, 1, "how much of the linear / quadratic fit the goals keep (0: rigid)"),
+    CSM_P_ENUM(csm_config, conserve, CSM_CONSERVE_ANGULAR, "none|linear|angular",
+               "what each cluster's goal corrections keep: none (the papers' goals; the strain clamp and polar_f push "
+               "the body), linear (their mass-weighted mean removed: momentum), angular (also their rigid rotation "
+               "about the start of the step: angular momentum)"),
+    CSM_PARAM_END,
+};
+
+static const csm_plugin_head config_sections[] = {
+    {1, "(top level)", "name, seed", top_params},
+    {1, "time", "time stepping", time_params},
+    {1, "output", "the HDF5 log", output_params},
+    {1, "objects[].(body)", "per-object placement and mass", body_params},
+    {1, "objects[].pinned.below|above", "kinematic particles", pin_table},
+};
+
+const csm_plugin_head *csm_config_shape_kinds(int *count)
+{
+    *count = (int)(sizeof shape_kinds / sizeof shape_kinds[0]);
+    return shape_kinds;
+}
+const csm_plugin_head *csm_config_sampling_kinds(int *count)
+{
+    *count = (int)(sizeof sampling_kinds / sizeof sampling_kinds[0]);
+    return sampling_kinds;
+}
+const csm_plugin_head *csm_config_sections(int *count)
+{
+    *count = (int)(sizeof config_sections / sizeof config_sections[0]);
+    return config_sections;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The whole config.                                                                          */
+
+static int parse_object(csm_node *on, int index, csm_object_cfg *o, csm_error *err)
+{
+    char path[128], sub[160];
+    snprintf(path, sizeof path, "objects[%d]", index);
+    if (on->kind != CSM_NODE_MAP) FAIL_AT(err, on, "%s must be a mapping (shape, sampling, mass, ...)", path);
+    o->line = on->line;
+    o->pin_axis[0] = o->pin_axis[1] = -1;
+    csm_node *shape = csm_node_get(on, "shape");
+    if (!shape) FAIL_AT(err, on, "%s.shape is required", path);
+    int n;
+    const csm_plugin_head *kinds = csm_config_shape_kinds(&n);
+    snprintf(sub, sizeof sub, "%s.shape", path);
+    if (csm_section_kind(shape, sub, kinds, n, NULL, &o->shape_type, &o->shape, err)) return -1;
+    csm_node *sampling = csm_section_node(on, "sampling", CSM_NODE_MAP);
+    kinds = csm_config_sampling_kinds(&n);
+    snprintf(sub, sizeof sub, "%s.sampling", path);
+    if (csm_section_kind(sampling, sub, kinds, n, "grid", &o->sampling_type, &o->sampling, err))
+        return -1;
+    csm_node *pinned = csm_node_get(on, "pinned");
+    if (pinned) {
+        if (pinned->kind != CSM_NODE_MAP)
+            FAIL_AT(err, pinned, "%s.pinned must be a mapping {below: ..., above: ..., indices: [...]}", path);
+        for (int c = 0; c < pinned->nchild; c++) {
+            csm_node *pn = pinned->child[c];
+            snprintf(sub, sizeof sub, "%s.pinned.%s", path, pn->key);
+            if (strcmp(pn->key, "indices") == 0) { /* particle indices within the object */
+                if (pn->kind != CSM_NODE_SEQ || pn->nchild == 0)
+                    FAIL_AT(err, pn, "%s must be a non-empty list of particle indices", sub);
+                o->pin_index = calloc((size_t)pn->nchild, sizeof *o->pin_index);
+                if (!o->pin_index) abort();
+                for (int k = 0; k < pn->nchild; k++) {
+                    csm_value v = {0};
+                    if (csm_param_parse(pn->child[k], sub, &pin_index_spec, &v, err)) return -1;
+                    o->pin_index[o->npin_index++] = (int32_t)v.num;
+                }
+                continue;
+            }
+            int side = strcmp(pn->key, "below") == 0 ? 0 : strcmp(pn->key, "above") == 0 ? 1 : -1;
+            if (side < 0) FAIL_AT(err, pn, "unknown key %s (valid keys: below, above, indices)", sub);
+            csm_value v[3] = {0};
+            pin_params pin;
+            if (csm_section_fixed(pn, sub, pin_table, NULL, v, &pin, err)) return -1;
+            o->pin_axis[side] = pin.axis;
+            o->pin_value[side] = pin.value;
+        }
+    }
+    const char *also[] = {"shape", "sampling", "pinned", NULL};
+    static const csm_plugin_head body = {1, "body", "", body_params};
+    o->body.plugin = &body;
+    o->body.line = on->line;
+    return csm_section_fixed(on, path, body_params, also, o->body.values, o->body.params.bytes, err);
+}
+
+static int parse_plugin_list(csm_node *root, const char *key, csm_kind kind, csm_plugin_cfg **out,
+                             int *count, csm_error *err)
+{
+    csm_node *list = csm_section_node(root, key, CSM_NODE_SEQ);
+    if (list->kind != CSM_NODE_SEQ) FAIL_AT(err, list, "%s must be a list of {type: ..., ...}", key);
+    *count = list->nchild;
+    *out = calloc((size_t)list->nchild + 1, sizeof **out);
+    if (!*out) abort();
+    for (int k = 0; k < list->nchild; k++) {
+        char path[64];
+        snprintf(path, sizeof path, "%s[%d]", key, k);
+        if (csm_section_plugin(list->child[k], path, kind, "type", NULL, NULL, &(*out)[k], err)) return -1;
+    }
+    return 0;
+}
+
+static void free_values(csm_plugin_cfg *pc)
+{
+    for (int k = 0; k < CSM_MAX_PARAMS; k++) {
+        free(pc->values[k].str);
+        free(pc->values[k].points);
+    }
+}
+
+void csm_config_free(csm_config *cfg)
+{
+    for (int k = 0; k < cfg->nobjects; k++) {
+        free_values(&cfg->objects[k].shape);
+        free_values(&cfg->objects[k].sampling);
+        free_values(&cfg->objects[k].body);
+        free(cfg->objects[k].pin_index);
+    }
+    free(cfg->objects);
+    free_values(&cfg->clustering);
+    free_values(&cfg->integrator);
+    free_values(&cfg->rotation);
+    free_values(&cfg->plasticity);
+    free_values(&cfg->recluster);
+    for (int k = 0; k < cfg->nforces; k++) free_values(&cfg->forces[k]);
+    for (int k = 0; k < cfg->ncolliders; k++) free_values(&cfg->colliders[k]);
+    free(cfg->forces);
+    free(cfg->colliders);
+    free(cfg->file);
+    free(cfg->name);
+    free(cfg->output_path);
+    free(cfg->resolved);
+    csm_sweep_free(cfg);
+    csm_node_free(cfg->root);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+static int load_plugins(csm_node *root, const char *config_path, csm_error *err)
+{
+    csm_node *list = csm_node_get(root, "plugins");
+    if (!list) return 0;
+    if (list->kind != CSM_NODE_SEQ) FAIL_AT(err, list, "plugins must be a list of shared-object paths");
+    for (int k = 0; k < list->nchild; k++) {
+        csm_node *n = list->child[k];
+        if (n->kind != CSM_NODE_SCALAR) FAIL_AT(err, n, "plugins[%d] must be a path", k);
+        char path[4096];
+        const char *slash = strrchr(config_path, '/');
+        if (n->text[0] == '/' || !slash)
+            snprintf(path, sizeof path, "%s", n->text);
+        else
+            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - config_path), config_path, n->text);
+        csm_error e;
+        if (csm_registry_load(path, &e)) {
+            char wbuf[512];
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s", csm_node_where(n, wbuf, sizeof wbuf), e.msg);
+        }
+    }
+    return 0;
+}
+
+/* A config is UTF-8 text (YAML 1.2 Sec 5.1-5.2): a NUL byte, another control character or a
+   malformed sequence is refused
+   before parsing (libfyaml accepts NUL bytes silently in some inputs, and hangs on an invalid
+   byte in a directive line). */
+static int check_text(const unsigned char *s, size_t n, const char *path, csm_error *err)
+{
+    int line = 1;
+    for (size_t k = 0; k < n; k++) {
+        unsigned c = s[k];
+        if (c == '\n') line++;
+        if (c == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: binary data (a NUL byte) in a config", path, line);
+        /* YAML's printable set (Sec 5.1): of the C0 controls only tab, line feed and return */
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a control character (byte 0x%02x) in a config", path,
+                            line, c);
+        if (c < 0x80) continue;
+        /* the length of the sequence and the range of its second byte */
+        int more = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        int ok = more > 0 && k + (size_t)more < n;
+        for (int j = 1; ok && j <= more; j++) {
+            unsigned d = s[k + (size_t)j];
+            ok = j == 1 ? d >= lo && d <= hi : d >= 0x80 && d <= 0xbf;
+        }
+        if (!ok)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: not UTF-8 text (byte 0x%02x); a config is text", path,
+                            line, c);
+        k += (size_t)more;
+    }
+    return 0;
+}
+
+/* Parse `text` (a config in memory, named `path` in messages) or, when it is NULL, the file at
+   `path`; then override and validate. */
+static int load(const char *path, const char *text, const char *const *overrides, int noverrides,
+                csm_config *cfg, csm_error *err);
+
+int csm_config_load(const char *path, const char *const *overrides, int noverrides,
+                    csm_config *cfg, csm_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    char *text;
+    size_t len;
+    if (csm_read_file(path, "config", CSM_CONFIG_MAX_BYTES, &text, &len, err)) return -1;
+    const unsigned char *bytes = (const unsigned char *)text;
+    int rc = check_text(bytes, len, path, err);
+    free(text);
+    return rc ? rc : load(path, NULL, overrides, noverrides, cfg, err);
+}
+
+int csm_config_load_text(const char *name, const char *text, const char *const *overrides, int noverrides,
+                         csm_config *cfg, csm_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (check_text((const unsigned char *)text, strlen(text), name, err)) return -1;
+    return load(name, text, overrides, noverrides, cfg, err);
+}
+
+static int load(const char *path, const char *text, const char *const *overrides, int noverrides,
+                csm_config *cfg, csm_error *err)
+{
+    cfg->file = csm_dupstr(path, strlen(path));
+    if (csm_yaml_parse(text ? NULL : path, text, cfg->file, &cfg->root, err)) goto fail;
+    if (!cfg->root) {
+        csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:1: empty config (expected a mapping with at least objects:)", path);
+        goto fail;
+    }
+    if (cfg->root->kind != CSM_NODE_MAP) {
+        char wbuf[512];
+        csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: a config must be a mapping of sections (name, time, objects, ...)",
+                 csm_node_where(cfg->root, wbuf, sizeof wbuf));
+        goto fail;
+    }
+    for (int k = 0; k < noverrides; k++)
+        if (csm_override_apply(cfg->root, overrides[k], k + 1, err)) goto fail;
+    if (csm_sweep_parse(cfg->root, cfg, err)) goto fail;
+    if (load_plugins(cfg->root, path, err)) goto fail;
+
+    csm_node *root = cfg->root;
+    static const char *const top_sections[] = {"time", "objects", "clustering", "solver", "plasticity",
+                                               "recluster", "forces", "colliders", "output", "plugins", "sweep", NULL};
+    csm_value top[3] = {{0}};
+    if (csm_section_fixed(root, "", top_params, top_sections, top, cfg, err)) {
+        free(top[0].str);
+        goto fail;
+    }
+    if (!top[0].given || !top[0].str[0]) {
+        /* the default name is the config's file name without folder and extension */
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        const char *dot = strrchr(base, '.');
+        size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+        cfg->name = csm_dupstr(base, len);
+        csm_node *nn = csm_node_get(root, "name");
+        free(nn->text);
+        nn->text = csm_dupstr(cfg->name, len);
+    } else {
+        /* the name becomes out/<name>.h5 and a sweep's folder: one file name, nothing that climbs
+           out of a folder or breaks a line */
+        const char *nm = top[0].str;
+        size_t len = strlen(nm), ok = strspn(nm, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-");
+        if (ok != len || nm[0] == '.' || len > 128) {
+            char wbuf[512];
+            csm_node *nn = csm_node_get(root, "name");
+            csm_fail(err, CSM_EXIT_BAD_INPUT,
+                     "%s: name = '%s': a run's name becomes a file name: up to 128 letters, digits, '.', '_', '+' "
+                     "and '-', not starting with '.'", csm_node_where(nn ? nn : root, wbuf, sizeof wbuf), nm);
+            free(top[0].str);
+            goto fail;
+        }
+        cfg->name = csm_dupstr(nm, len);
+    }
+    free(top[0].str);
+
+    csm_value tv[4] = {{0}};
+    if (csm_section_fixed(csm_section_node(root, "time", CSM_NODE_MAP), "time", time_params, NULL, tv, cfg, err))
+        goto fail;
+
+    csm_node *objects = csm_node_get(root, "objects");
+    if (!objects) {
+        csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: objects is required (a list of bodies)", path);
+        goto fail;
+    }
+    if (objects->kind != CSM_NODE_SEQ || objects->nchild == 0) {
+        char wbuf[512];
+        csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: objects must be a non-empty list",
+                 csm_node_where(objects, wbuf, sizeof wbuf));
+        goto fail;
+    }
+    cfg->nobjects = objects->nchild;
+    cfg->objects = calloc((size_t)cfg->nobjects, sizeof *cfg->objects);
+    if (!cfg->objects) abort();
+    for (int k = 0; k < cfg->nobjects; k++)
+        if (parse_object(objects->child[k], k, &cfg->objects[k], err)) goto fail;
+
+    if (csm_section_plugin(csm_section_node(root, "clustering", CSM_NODE_MAP), "clustering",
+                             CSM_KIND_CLUSTERING, "method", "random_radius", NULL, &cfg->clustering, err))
+        goto fail;
+
+    /* solver: the integrator's parameters, plus rotation and svd. */
+    csm_node *solver = csm_section_node(root, "solver", CSM_NODE_MAP);
+    if (solver->kind != CSM_NODE_MAP) {
+        char wbuf[512];
+        csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver must be a mapping", csm_node_where(solver, wbuf, sizeof wbuf));
+        goto fail;
+    }
+    {
+        csm_node *rot = csm_node_get(solver, "rotation");
+        static const char *const common[] = {"rotation", "svd", "mode", "beta", "conserve", NULL};
+        if (csm_section_plugin(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
+                                 common, &cfg->integrator, err))
+            goto fail;
+        const char *rname = rot && rot->kind == CSM_NODE_SCALAR ? rot->text : csm_solver_common_params[0].defs;
+        const csm_plugin_head *rp = csm_registry_find(CSM_KIND_ROTATION, rname);
+        if (!rp) {
+            char names[256], wbuf[512];
+            csm_registry_names(CSM_KIND_ROTATION, names, sizeof names);
+            csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver.rotation = '%s' is not a known rotation (valid: %s)",
+                     csm_node_where(rot ? rot : solver, wbuf, sizeof wbuf), rname, names);
+            goto fail;
+        }
+        cfg->rotation.plugin = rp;
+        if (!rot) {
+            csm_node *d = csm_node_scalar(rname, solver->src, 0);
+            d->key = csm_dupstr("rotation", 8);
+            csm_node_append(solver, d);
+        }
+        /* svd, mode, beta, conserve: plain values, filled in with their defaults when absent */
+        csm_value cv[CSM_MAX_PARAMS] = {{0}};
+        for (int k = 0; csm_solver_common_params[k].key; k++) {
+            const csm_param_spec *spec = &csm_solver_common_params[k];
+            if (spec->size == 0) continue; /* rotation, above */
+            csm_node *n = csm_node_get(solver, spec->key);
+            char path[64];
+            snprintf(path, sizeof path, "solver.%s", spec->key);
+            if (n) {
+                if (csm_param_parse(n, path, spec, &cv[k], err)) goto fail;
+            } else {
+                csm_param_set_default(spec, &cv[k]);
+                csm_node *d = csm_param_default_node(spec, solver->src);
+                d->key = csm_dupstr(spec->key, strlen(spec->key));
+                csm_node_append(solver, d);
+            }
+        }
+        csm_params_fill(csm_solver_common_params, cv, cfg);
+    }
+
+    if (csm_section_plugin(csm_section_node(root, "plasticity", CSM_NODE_MAP), "plasticity",
+                             CSM_KIND_PLASTICITY, "model", "none", NULL, &cfg->plasticity, err))
+        goto fail;
+    if (csm_section_plugin(csm_section_node(root, "recluster", CSM_NODE_MAP), "recluster",
+                             CSM_KIND_RECLUSTERER, "method", "none", NULL, &cfg->recluster, err))
+        goto fail;
+    if (parse_plugin_list(root, "forces", CSM_KIND_FORCE, &cfg->forces, &cfg->nforces, err)) goto fail;
+    if (parse_plugin_list(root, "colliders", CSM_KIND_COLLIDER, &cfg->colliders, &cfg->ncolliders, err))
+        goto fail;
+
+    csm_value ov[3] = {{0}};
+    if (csm_section_fixed(csm_section_node(root, "output", CSM_NODE_MAP), "output", output_params, NULL, ov, cfg, err)) {
+        free(ov[0].str);
+        goto fail;
+    }
+    if (!ov[0].str[0]) {
+        char p[4096];
+        snprintf(p, sizeof p, "out/%s.h5", cfg->name);
+        cfg->output_path = csm_dupstr(p, strlen(p));
+        csm_node *pn = csm_node_get(csm_node_get(root, "output"), "path");
+        free(pn->text);
+        pn->text = csm_dupstr(p, strlen(p));
+    } else {
+        cfg->output_path = csm_dupstr(ov[0].str, strlen(ov[0].str));
+    }
+    free(ov[0].str);
+
+    cfg->resolved = csm_yaml_emit(cfg->root);
+    return 0;
+fail:
+    csm_config_free(cfg);
+    return -1;
+}
+
