@@ -1,0 +1,323 @@
+/* Checkpoints: the versions of the clusters' rest data, and resuming a log from its last
+   complete frame. */
+#include "log_internal.h"
+
+#include "kernel.h"
+#include "lock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, rest_segment *s)
+{
+    hsize_t k = (hsize_t)C->k, m = (hsize_t)C->m;
+    int n = 0;
+    s[n++] = (rest_segment){F_RV_WBASE, C->wbase, sizeof(double) * m, m};
+    s[n++] = (rest_segment){F_RV_WMASS, C->wmass, sizeof(double) * m, m};
+    s[n++] = (rest_segment){F_RV_P, C->p, sizeof(double) * 3 * m, m};
+    s[n++] = (rest_segment){F_RV_MASS, C->mass, sizeof(double) * k, k};
+    s[n++] = (rest_segment){F_RV_ARR, C->A_rr_inv, sizeof(double) * 9 * k, k};
+    s[n++] = (rest_segment){F_RV_RANK, C->rank, sizeof(int32_t) * k, k};
+    if (log->quadratic) {
+        s[n++] = (rest_segment){F_RV_QMEAN, C->qmean, sizeof(double) * 6 * k, k};
+        s[n++] = (rest_segment){F_RV_AQQ, C->Aqq_inv, sizeof(double) * 81 * k, k};
+    }
+    return n;
+}
+
+/* Keep a copy of the rest data last written, so that a version is written only on change. */
+int csm_log_keep_rest(csm_log *log, const rest_segment *seg, int ns)
+{
+    size_t total = 0;
+    for (int i = 0; i < ns; i++) total += seg[i].bytes;
+    if (total > log->rest_cap) {
+        unsigned char *grown = realloc(log->rest_copy, total);
+        if (!grown) return -1;
+        log->rest_copy = grown;
+        log->rest_cap = total;
+    }
+    size_t off = 0;
+    for (int i = 0; i < ns; off += seg[i].bytes, i++) memcpy(log->rest_copy + off, seg[i].data, seg[i].bytes);
+    log->rest_bytes = total;
+    return 0;
+}
+
+int csm_log_rest_version(csm_log *log, const csm_clusters *C)
+{
+    rest_segment seg[8];
+    int ns = csm_log_rest_segments(log, C, seg);
+    size_t total = 0;
+    for (int i = 0; i < ns; i++) total += seg[i].bytes;
+    int same = log->versions > 0 && total == log->rest_bytes && seg[0].rows == (hsize_t)C->m;
+    size_t off = 0;
+    for (int i = 0; same && i < ns; off += seg[i].bytes, i++)
+        same = !memcmp(log->rest_copy + off, seg[i].data, seg[i].bytes);
+    if (same) return 0;
+    int rc = 0;
+    for (int i = 0; i < ns; i++) rc |= csm_h5_append(log->ds[seg[i].field], csm_log_fields[seg[i].field].type, seg[i].rows, seg[i].data);
+    log->rest_cluster_rows += C->k;
+    log->rest_member_rows += C->m;
+    rc |= csm_h5_append(log->ds[F_RV_CLUSTER_START], T_I64, 1, &log->rest_cluster_rows);
+    rc |= csm_h5_append(log->ds[F_RV_MEMBER_START], T_I64, 1, &log->rest_member_rows);
+    log->versions++;
+    return rc | csm_log_keep_rest(log, seg, ns);
+}
+
+/* Events written up to and including frame `frame`. */
+static hsize_t events_up_to(hid_t events, int32_t frame)
+{
+    hsize_t rows = csm_h5_rows(events);
+    if (rows == 0) return 0;
+    int32_t *f = malloc(sizeof *f * rows);
+    if (!f) return rows;
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(int32_t));
+    H5Tinsert(t, "frame", 0, H5T_NATIVE_INT32);
+    hsize_t keep = 0;
+    if (H5Dread(events, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, f) >= 0)
+        while (keep < rows && f[keep] <= frame) keep++;
+    H5Tclose(t);
+    free(f);
+    return keep;
+}
+
+/* Read the last complete frame of the log into the world. */
+static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_error *err)
+{
+    hsize_t t = lf->e.T - 1;
+    const int64_t *fo = lf->fo, *fc = lf->fc, *ms = lf->ms, *cs = lf->cs;
+    csm_world *w = &sim->w;
+    csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    int32_t k = 0;
+    hsize_t c0 = (hsize_t)fc[0], m0 = (hsize_t)fo[0];
+    int64_t m = fo[1] - fo[0];
+    csm_h5_read(log->ds[F_COUNT], H5T_NATIVE_INT32, t, 1, &k);
+    if (k < 0 || m < 0 || m > INT32_MAX || fc[1] - fc[0] != k || cs[1] - cs[0] != k || ms[1] - ms[0] != m)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: frame %llu's cluster rows do not agree with each other",
+                        log->path, (unsigned long long)t);
+    if (csm_clusters_reserve(C, k, (int32_t)m, P->n)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    C->k = k;
+    C->m = (int32_t)m;
+    hsize_t hk = (hsize_t)k, hm = (hsize_t)m, rc0 = (hsize_t)cs[0], rm0 = (hsize_t)ms[0];
+    int32_t frame = 0, version = 0;
+    int rc = 0;
+    rc |= csm_h5_read(log->ds[F_POSITIONS], H5T_NATIVE_DOUBLE, t, 1, P->x);
+    rc |= csm_h5_read(log->ds[F_VELOCITIES], H5T_NATIVE_DOUBLE, t, 1, P->v);
+    rc |= csm_h5_read(log->ds[F_TIME], H5T_NATIVE_DOUBLE, t, 1, &w->time);
+    rc |= csm_h5_read(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, t, 1, &frame);
+    rc |= csm_h5_read(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
+    rc |= csm_h5_read(log->ds[F_CK_NEXT_ID], H5T_NATIVE_INT32, t, 1, &C->next_id);
+    rc |= csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version);
+    rc |= csm_h5_read(log->ds[F_OFFSETS], H5T_NATIVE_INT32, c0 + t, hk + 1, C->offset);
+    rc |= csm_h5_read(log->ds[F_MEMBERS], H5T_NATIVE_INT32, m0, hm, C->member);
+    rc |= csm_h5_read(log->ds[F_WEIGHTS], H5T_NATIVE_DOUBLE, m0, hm, C->weight);
+    struct {
+        int field;
+        void *to;
+        hsize_t start, rows;
+    } parts[] = {
+        {F_COM, C->com, c0, hk}, {F_R, C->R, c0, hk}, {F_FP, C->Fp, c0, hk}, {F_ALPHA, C->stress_alpha, c0, hk},
+        {F_WIDTH, C->width, c0, hk}, {F_ID, C->id, c0, hk}, {F_STATE, C->state, c0, hk}, {F_CK_Q, C->q, c0, hk},
+        {F_CK_FADE, C->fade, c0, hk}, {F_CK_F, C->F, c0, hk}, {F_CK_T, C->T, c0, hk}, {F_CK_QUAD, C->Q, c0, hk},
+        {F_RV_WBASE, C->wbase, rm0, hm}, {F_RV_WMASS, C->wmass, rm0, hm}, {F_RV_P, C->p, rm0, hm},
+        {F_RV_MASS, C->mass, rc0, hk}, {F_RV_ARR, C->A_rr_inv, rc0, hk}, {F_RV_RANK, C->rank, rc0, hk},
+        {F_RV_QMEAN, C->qmean, rc0, hk}, {F_RV_AQQ, C->Aqq_inv, rc0, hk},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (log->ds[parts[i].field] >= 0)
+            rc |= csm_h5_read(log->ds[parts[i].field], csm_h5_type(csm_log_fields[parts[i].field].type), parts[i].start, parts[i].rows,
+                            parts[i].to);
+    if (rc) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read frame %llu's state", log->path, (unsigned long long)t);
+    int bad = C->offset[0] != 0 || C->offset[k] != C->m;
+    for (int32_t c = 0; c < k && !bad; c++) bad = C->offset[c + 1] < C->offset[c];
+    for (int32_t j = 0; j < C->m && !bad; j++) bad = C->member[j] < 0 || C->member[j] >= P->n;
+    if (bad) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: frame %llu's clusters are corrupt", log->path, (unsigned long long)t);
+    if (csm_clusters_relink(C)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    /* what a logged frame starts again (csm_sim_logged) */
+    memset(C->flowed, 0, sizeof *C->flowed * (size_t)k);
+    sim->report.nevents = 0;
+    sim->report.yielded = sim->report.plastic_skipped = 0;
+    sim->frame = sim->report.frame = frame;
+    return 0;
+}
+
+/* The datasets of an open log and the rows its complete frames fill: the last complete frame is
+   the last one /frames/time holds (it is appended last). Opens the datasets `log` uses, and with
+   `all` every dataset present. */
+static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
+{
+    const char *path = log->path;
+    memset(lf, 0, sizeof *lf);
+    for (int k = 0; k < F_NFIELDS; k++) {
+        if (!csm_log_field_used(log, k) && !(all && H5Lexists(log->file, csm_log_fields[k].path, H5P_DEFAULT) > 0)) continue;
+        log->ds[k] = H5Dopen2(log->file, csm_log_fields[k].path, H5P_DEFAULT);
+        if (log->ds[k] < 0)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no %s: written by an older csm, without checkpoints, or "
+                            "with other output settings", path, csm_log_fields[k].path);
+    }
+    log->event_type = csm_log_event_type();
+    log->events = H5Dopen2(log->file, "/recluster/events", H5P_DEFAULT);
+    if (log->events < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no /recluster/events", path);
+    log_extent *e = &lf->e;
+    e->T = csm_h5_rows(log->ds[F_TIME]);
+    if (e->T == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: holds no complete frame", path);
+    hsize_t t = e->T - 1;
+    int32_t version = -1;
+    if (csm_h5_read(log->ds[F_FRAME_OFFSET], H5T_NATIVE_INT64, t, 2, lf->fo) ||
+        csm_h5_read(log->ds[F_FRAME_CLUSTER], H5T_NATIVE_INT64, t, 2, lf->fc) ||
+        csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version) || version < 0 ||
+        csm_h5_read(log->ds[F_RV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->ms) ||
+        csm_h5_read(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->cs))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the offsets of frame %llu are missing", path, (unsigned long long)t);
+    e->clusters = (hsize_t)lf->fc[1];
+    e->memberships = (hsize_t)lf->fo[1];
+    e->versions = (hsize_t)version + 1;
+    e->rest_clusters = (hsize_t)lf->cs[1];
+    e->rest_members = (hsize_t)lf->ms[1];
+    for (int k = 0; k < F_NFIELDS; k++)
+        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) < csm_log_field_rows(k, e))
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, csm_log_fields[k].path,
+                            (unsigned long long)csm_h5_rows(log->ds[k]), (unsigned long long)csm_log_field_rows(k, e));
+    return 0;
+}
+
+/* Drop whatever was written after the last complete frame. */
+static int trim_log(csm_log *log, const log_frames *lf)
+{
+    int rc = 0;
+    for (int k = 0; k < F_NFIELDS; k++)
+        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) != csm_log_field_rows(k, &lf->e) && csm_h5_set_rows(log->ds[k], csm_log_field_rows(k, &lf->e)))
+            rc = -1;
+    int32_t frame = 0;
+    rc |= csm_h5_read(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, lf->e.T - 1, 1, &frame);
+    hsize_t events = events_up_to(log->events, frame);
+    if (events != csm_h5_rows(log->events) && csm_h5_set_rows(log->events, events)) rc = -1;
+    return rc;
+}
+
+static csm_log *log_handle(const char *path, hid_t file)
+{
+    csm_log *log = calloc(1, sizeof *log);
+    if (!log) return NULL;
+    for (int k = 0; k < F_NFIELDS; k++) log->ds[k] = -1;
+    log->events = log->event_type = -1;
+    log->file = file;
+    log->path = strdup(path);
+    if (!log->path) {
+        free(log);
+        return NULL;
+    }
+    return log;
+}
+
+void csm_log_trim_after_crash(const char *path, hid_t file)
+{
+    csm_log *log = log_handle(path, -1);
+    if (!log) return;
+    log->file = file;
+    log_frames lf;
+    if (measure_log(log, 1, &lf, NULL) == 0) trim_log(log, &lf);
+    log->file = -1; /* the caller's */
+    csm_log_close(log, NULL, NULL);
+}
+
+int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    const csm_world *w = &sim->w;
+    char note[512];
+    int live = 0;
+    hid_t probe = csm_log_open_read(path, 1, &live, note, sizeof note);
+    if (probe < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
+    H5Fclose(probe);
+    if (live) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed while it runs", path, note);
+    csm_log lock = {0};
+    if (csm_log_lock_take(&lock, path, err)) { /* a resume or a --force run of this log elsewhere */
+        csm_log_lock_drop(&lock);
+        return -1;
+    }
+    hid_t file = csm_log_open_clearing(path);
+    if (file < 0) {
+        csm_log_lock_drop(&lock);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
+    }
+    csm_log *log = log_handle(path, file);
+    if (!log) {
+        H5Fclose(file);
+        csm_log_lock_drop(&lock);
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    }
+    log->lock_fd = lock.lock_fd;
+    log->lock_path = lock.lock_path;
+    log->n = w->P.n;
+    log->goals = sim->cfg->output_goals;
+    log->quadratic = w->C.Q != NULL;
+    log_frames lf;
+    int rc = measure_log(log, 0, &lf, err);
+    /* the same set-up: the config in the log must build the same particles */
+    if (!rc && (!csm_h5_same(log->file, "/rest/positions", H5T_NATIVE_DOUBLE, w->P.rest, sizeof(double) * 3 * (size_t)w->P.n) ||
+                !csm_h5_same(log->file, "/rest/mass", H5T_NATIVE_DOUBLE, w->P.mass, sizeof(double) * (size_t)w->P.n)))
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
+                      "version, or a changed mesh file?); it cannot be resumed", path);
+    if (!rc) rc = restore_frame(log, sim, &lf, err);
+    /* nothing is written yet: a run that would end before the frame it continues from is refused */
+    if (!rc && sim->frame > sim->cfg->frames)
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
+                      "%s: it already holds frame %d, past the %d frames asked (--frames counts from the start "
+                      "of the run: give more, or leave it out to run the config's own)",
+                      path, sim->frame, sim->cfg->frames);
+    if (!rc) {
+        rc = trim_log(log, &lf);
+        log->frames = (int64_t)lf.e.T;
+        log->memberships_out = lf.fo[1];
+        log->clusters_out = lf.fc[1];
+        log->versions = (int64_t)lf.e.versions;
+        log->rest_cluster_rows = lf.cs[1];
+        log->rest_member_rows = lf.ms[1];
+        rest_segment seg[8];
+        rc |= csm_log_keep_rest(log, seg, csm_log_rest_segments(log, &w->C, seg));
+        int64_t resumes = 0;
+        hid_t a = H5Aexists(log->file, "resumes") > 0 ? H5Aopen(log->file, "resumes", H5P_DEFAULT) : -1;
+        if (a >= 0) {
+            H5Aread(a, H5T_NATIVE_INT64, &resumes);
+            H5Aclose(a);
+        }
+        rc |= csm_h5_attr_string(log->file, "status", "running");
+        rc |= csm_h5_attr_int64(log->file, "resumes", resumes + 1);
+        rc |= csm_h5_attr_int64(log->file, "resumed_from_frame", (int64_t)lf.e.T - 1);
+        rc |= csm_h5_attr_int64(log->file, "threads", csm_get_threads());
+        rc |= csm_log_writer_attrs(log->file);
+        if (rc) csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
+    }
+    if (!rc) {
+        log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
+        if (log->goals && !log->goal) abort();
+        if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0 || H5Fstart_swmr_write(log->file) < 0)
+            rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
+    }
+    if (rc) {
+        csm_log_close(log, NULL, NULL);
+        return -1;
+    }
+    *out = log;
+    return 0;
+}
+
+int csm_log_read_config(const char *path, char **config, char **name, csm_error *err)
+{
+    char note[512];
+    *config = *name = NULL;
+    hid_t f = csm_log_open_read(path, 0, NULL, note, sizeof note);
+    if (f < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not an HDF5 file (or unreadable)", path);
+    *config = csm_log_string_attr_dup(f, "config");
+    *name = csm_log_string_attr_dup(f, "config_file");
+    H5Fclose(f);
+    if (!*name) *name = strdup(path);
+    if (!*config || !*name) {
+        free(*config);
+        free(*name);
+        *config = *name = NULL;
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a csm log (no config attribute)", path);
+    }
+    return 0;
+}

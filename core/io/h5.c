@@ -1,0 +1,193 @@
+/* Thin wrappers over HDF5 for the log: attributes, fixed and extendible datasets. */
+#include "log_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+hid_t csm_h5_type(int t)
+{
+    return t == T_F64 ? H5T_NATIVE_DOUBLE : t == T_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64;
+}
+
+int csm_h5_attr_string(hid_t obj, const char *name, const char *value)
+{
+    /* variable-length UTF-8: h5py returns str, not bytes */
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    H5Tset_cset(type, H5T_CSET_UTF8);
+    hid_t space = H5Screate(H5S_SCALAR);
+    if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+    hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, type, &value);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(space);
+    H5Tclose(type);
+    return rc < 0 ? -1 : 0;
+}
+
+int csm_h5_attr_double(hid_t obj, const char *name, const double *v, int count)
+{
+    hsize_t dims[1] = {(hsize_t)count};
+    hid_t space = count == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, NULL);
+    if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+    hid_t a = H5Acreate2(obj, name, H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_DOUBLE, v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+int csm_h5_attr_int64(hid_t obj, const char *name, int64_t v)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+    hid_t a = H5Acreate2(obj, name, H5T_NATIVE_INT64, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+hid_t csm_h5_link_props(void)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    return lcpl;
+}
+
+/* A fixed-size dataset written at once (the /rest group). */
+int csm_h5_write_fixed(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims,
+                       const void *data, const char *units, const char *description)
+{
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t lcpl = csm_h5_link_props();
+    hid_t ds = H5Dcreate2(file, path, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = ds < 0 ? -1 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (ds >= 0) {
+        csm_h5_attr_string(ds, "units", units);
+        csm_h5_attr_string(ds, "description", description);
+        H5Dclose(ds);
+    }
+    H5Pclose(lcpl);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Append `rows` rows to an extendible dataset. */
+int csm_h5_append(hid_t ds, int type, hsize_t rows, const void *data)
+{
+    if (rows == 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[4];
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    hsize_t start[4] = {dims[0], 0, 0, 0}, count[4];
+    memcpy(count, dims, sizeof count);
+    count[0] = rows;
+    dims[0] += rows;
+    if (H5Dset_extent(ds, dims) < 0) return -1;
+    space = H5Dget_space(ds);
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+    hid_t mem = H5Screate_simple(rank, count, NULL);
+    herr_t rc = H5Dwrite(ds, csm_h5_type(type), mem, space, H5P_DEFAULT, data);
+    H5Sclose(mem);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+char *csm_log_string_attr_dup(hid_t obj, const char *name)
+{
+    if (H5Aexists(obj, name) <= 0) return NULL;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t t = H5Aget_type(a);
+    char *out = NULL;
+    if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t)) {
+        char *value = NULL;
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5T_CSET_UTF8);
+        if (H5Aread(a, mt, &value) >= 0 && value) {
+            out = strdup(value);
+            H5free_memory(value);
+        }
+        H5Tclose(mt);
+    } else if (H5Tget_class(t) == H5T_STRING) {
+        size_t len = H5Tget_size(t);
+        out = malloc(len + 1);
+        if (out && H5Aread(a, t, out) >= 0) {
+            out[len] = '\0';
+        } else {
+            free(out);
+            out = NULL;
+        }
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return out;
+}
+
+int csm_log_string_attr(hid_t obj, const char *name, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    char *value = csm_log_string_attr_dup(obj, name);
+    if (!value) return -1;
+    snprintf(buf, size, "%s", value);
+    free(value);
+    return 0;
+}
+
+hsize_t csm_h5_rows(hid_t ds)
+{
+    hid_t space = H5Dget_space(ds);
+    hsize_t dims[4] = {0, 0, 0, 0};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    return dims[0];
+}
+
+/* Rows [start, start + count) of an extendible dataset. */
+int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf)
+{
+    if (count == 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[4], offset[4] = {start, 0, 0, 0};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    herr_t rc = -1;
+    if (start + count <= dims[0]) {
+        dims[0] = count;
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, offset, NULL, dims, NULL);
+        hid_t mem = H5Screate_simple(rank, dims, NULL);
+        rc = H5Dread(ds, type, mem, space, H5P_DEFAULT, buf);
+        H5Sclose(mem);
+    }
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+int csm_h5_set_rows(hid_t ds, hsize_t rows)
+{
+    hid_t space = H5Dget_space(ds);
+    hsize_t dims[4];
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    dims[0] = rows;
+    return H5Dset_extent(ds, dims) < 0 ? -1 : 0;
+}
+
+/* A whole fixed dataset equals `data` byte for byte. */
+int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size_t bytes)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    hssize_t count = H5Sget_simple_extent_npoints(space);
+    H5Sclose(space);
+    void *buf = malloc(bytes ? bytes : 1);
+    int same = buf && (size_t)count * H5Tget_size(type) == bytes &&
+               H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0 && !memcmp(buf, data, bytes);
+    free(buf);
+    H5Dclose(ds);
+    return same;
+}

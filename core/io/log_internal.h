@@ -1,0 +1,145 @@
+/* What the files of the log share (core/io/: log.c writes, log_fields.c declares the datasets,
+   checkpoint.c restores and resumes, recover.c opens what a killed run left, sidecar.c writes
+   the XDMF file, h5.c wraps HDF5). Internal to core/io/. */
+#ifndef CSM_IO_LOG_INTERNAL_H
+#define CSM_IO_LOG_INTERNAL_H
+
+#include "log.h"
+
+#include <hdf5.h>
+#include <stdint.h>
+
+
+/* The per-frame datasets, declared as a table (name, type, shape, units, description); one
+   generic writer walks it. `rows` says how many rows one frame appends. The /checkpoint datasets
+   hold the rest of the state a run continues from (csm_log_resume); the rest data of the
+   clusters (/checkpoint/rest) changes only when clusters are added or removed, so it is written
+   as a new version only then, and each frame names the version it uses. */
+enum { T_F64, T_I32, T_I64 };
+enum { SHAPE_SCALAR, SHAPE_VEC3, SHAPE_MAT3, SHAPE_PARTICLES3, SHAPE_COLS };
+enum {
+    ROWS_ONE, ROWS_CLUSTERS, ROWS_CLUSTERS_PLUS_ONE, ROWS_MEMBERSHIPS,
+    ROWS_VERSIONS_PLUS_ONE, ROWS_REST_CLUSTERS, ROWS_REST_MEMBERS /* per version of the rest data */
+};
+enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC }; /* written only with output.goals, solver.mode quadratic */
+
+typedef struct field_spec {
+    const char *path;
+    int type, shape, rows;
+    const char *units, *description;
+    int cols; /* SHAPE_COLS: values per row */
+    int opt;  /* OPT_* */
+} field_spec;
+
+enum {
+    F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
+    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
+    F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
+    F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED,
+    F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
+    F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD,
+    F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
+    F_RV_QMEAN, F_RV_AQQ,
+    F_NFIELDS
+};
+
+struct csm_log {
+    hid_t file;
+    hid_t ds[F_NFIELDS];
+    int32_t n;
+    int64_t frames;          /* logged frames */
+    int64_t memberships_out; /* rows of /clusters/members written */
+    int64_t clusters_out;    /* rows of /clusters/com written */
+    hid_t events;            /* /recluster/events */
+    hid_t event_type;        /* its compound row type */
+    int goals, quadratic;
+    char *path;
+    double *goal;           /* [3n] gathered goals, with output.goals */
+    /* /checkpoint/rest: versions written, their rows, and a copy of the last version's bytes */
+    int64_t versions, rest_cluster_rows, rest_member_rows;
+    unsigned char *rest_copy;
+    size_t rest_bytes, rest_cap;
+    int broken; /* a write failed: the file is left as the last flush made it */
+    int lock_fd;     /* csm_lock_take of lock_path, held while this process writes the log; -1 when not */
+    char *lock_path; /* <log>.lock */
+};
+
+/* ---- Resume: the state of the last complete frame back into a simulation ---- */
+
+/* Rows each dataset holds once the log has T frames, with the offsets of frame T. */
+typedef struct log_extent {
+    hsize_t T, clusters, memberships, versions, rest_clusters, rest_members;
+} log_extent;
+
+/* The extent of a log's complete frames and the offsets of the last. */
+typedef struct log_frames {
+    log_extent e;
+    int64_t fo[2], fc[2], ms[2], cs[2]; /* frame_offset, frame_cluster, member_start, cluster_start of the last */
+} log_frames;
+
+/* /recluster/events: one compound row per cluster marked for removal or added. `kind` is a
+   fixed-length string ("removed" | "added"), so h5py shows it as it reads. */
+typedef struct event_row {
+    int32_t frame;
+    double time;
+    char kind[8];
+    int32_t cluster, seed, members;
+    double cond_Fp, embedding_energy;
+    int32_t embedding_iterations;
+    double linear_energy;
+} event_row;
+
+/* The rest data of the clusters, in /checkpoint/rest order, as byte ranges. */
+typedef struct rest_segment {
+    int field;
+    const void *data;
+    size_t bytes;
+    hsize_t rows;
+} rest_segment;
+
+extern const field_spec csm_log_fields[F_NFIELDS];
+
+/* h5.c */
+hid_t csm_h5_type(int t);
+int csm_h5_attr_string(hid_t obj, const char *name, const char *value);
+int csm_h5_attr_double(hid_t obj, const char *name, const double *v, int count);
+int csm_h5_attr_int64(hid_t obj, const char *name, int64_t v);
+/* Link creation that makes intermediate groups. */
+hid_t csm_h5_link_props(void);
+/* A fixed-size dataset written at once (the /rest group). */
+int csm_h5_write_fixed(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims, const void *data,
+                       const char *units, const char *description);
+/* Append `rows` rows to an extendible dataset. */
+int csm_h5_append(hid_t ds, int type, hsize_t rows, const void *data);
+hsize_t csm_h5_rows(hid_t ds);
+/* Rows [start, start + count) of an extendible dataset. */
+int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf);
+int csm_h5_set_rows(hid_t ds, hsize_t rows);
+/* 1 when the dataset at `path` holds exactly these bytes. */
+int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size_t bytes);
+
+/* log_fields.c */
+int csm_log_field_used(const csm_log *log, int k);
+/* Rows field k holds in a log of extent e. */
+hsize_t csm_log_field_rows(int k, const log_extent *e);
+hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n);
+
+/* log.c */
+int csm_log_lock_take(csm_log *log, const char *path, csm_error *err);
+void csm_log_lock_drop(csm_log *log);
+int csm_log_writer_attrs(hid_t f);
+hid_t csm_log_event_type(void);
+
+/* checkpoint.c */
+int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, rest_segment *s);
+int csm_log_keep_rest(csm_log *log, const rest_segment *seg, int ns);
+/* A new version of /checkpoint/rest when the clusters' rest data changed since the last. */
+int csm_log_rest_version(csm_log *log, const csm_clusters *C);
+/* Cut every dataset back to the complete frames (a log without checkpoints is left uncut). */
+void csm_log_trim_after_crash(const char *path, hid_t file);
+
+/* recover.c */
+/* Open for writing, clearing the open-for-writing mark a killed writer left. */
+hid_t csm_log_open_clearing(const char *path);
+
+#endif

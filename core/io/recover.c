@@ -1,0 +1,138 @@
+/* Opening the log a killed run left: the SWMR mark cleared once its writer is gone, the file
+   extended to its stored end, the datasets cut back to the complete frames. */
+#include "log_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+/* A log is written in HDF5's single-writer/multiple-reader mode (SWMR): the superblock marks the
+   file as open for writing until the writer closes it, and ordinary readers refuse a file so
+   marked. After a kill the mark stays; `h5clear -s` removes it, and so does opening the file
+   with the file-access property "clear_status_flags" (what h5clear sets), which is done here
+   once the process that wrote the log is known to be gone. */
+enum { WRITER_GONE, WRITER_LIVE, WRITER_UNKNOWN };
+
+static int writer_state(hid_t f, char *host, size_t size)
+{
+    char me[256] = "";
+    hid_t a = H5Aexists(f, "writer_pid") > 0 ? H5Aopen(f, "writer_pid", H5P_DEFAULT) : -1;
+    int64_t pid = 0;
+    if (a >= 0) {
+        H5Aread(a, H5T_NATIVE_INT64, &pid);
+        H5Aclose(a);
+    }
+    if (csm_log_string_attr(f, "writer_host", host, size) || pid <= 0) return WRITER_UNKNOWN;
+    if (gethostname(me, sizeof me) != 0 || strcmp(host, me)) return WRITER_UNKNOWN;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return WRITER_GONE;
+    /* the pid is in use: by csm, or by an unrelated process that reused it */
+    char proc[64], comm[64] = "";
+    snprintf(proc, sizeof proc, "/proc/%lld/comm", (long long)pid);
+    FILE *fp = fopen(proc, "r");
+    if (!fp) return WRITER_LIVE;
+    int got = fgets(comm, sizeof comm, fp) != NULL;
+    fclose(fp);
+    return got && strncmp(comm, "csm", 3) ? WRITER_GONE : WRITER_LIVE;
+}
+
+/* Open for writing, clearing the open-for-writing mark a killed writer left. */
+hid_t csm_log_open_clearing(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hbool_t clear = 1;
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hid_t f = H5Pset(fapl, "clear_status_flags", &clear) < 0 ? -1 : H5Fopen(path, H5F_ACC_RDWR, fapl);
+    H5Pclose(fapl);
+    return f;
+}
+
+/* A write that failed for want of room can leave the superblock's end-of-file address past the
+   end of the file, and HDF5 then refuses the file as truncated. The bytes missing belong to the
+   frame that failed, which nothing complete refers to: the file is extended with zeros to that
+   address (superblock version 2 or 3, 8-byte addresses, no user block: what csm writes). */
+static void extend_to_stored_eof(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return;
+    unsigned char sb[48];
+    size_t got = fread(sb, 1, sizeof sb, fp);
+    long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    fclose(fp);
+    static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    if (got < 36 || memcmp(sb, signature, 8) || (sb[8] != 2 && sb[8] != 3) || sb[9] != 8 || size < 0) return;
+    uint64_t eof = 0;
+    for (int b = 7; b >= 0; b--) eof = eof << 8 | sb[28 + b];
+    if (eof > (uint64_t)size && eof < ((uint64_t)1 << 48)) {
+        if (truncate(path, (off_t)eof) != 0) return;
+    }
+}
+
+/* After a crash: clear the open-for-writing mark and cut the datasets back to the complete
+   frames, so every reader sees whole frames only (a log without checkpoints is left uncut). */
+static int recover_log(const char *path)
+{
+    extend_to_stored_eof(path);
+    hid_t f = csm_log_open_clearing(path);
+    if (f < 0) return -1;
+    csm_log_trim_after_crash(path, f);
+    return H5Fclose(f) < 0 ? -1 : 0;
+}
+
+int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, int size)
+{
+    note[0] = '\0';
+    if (live) *live = 0;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0) return -1;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0) return f;
+    /* marked as open for writing: a live run, or one that was killed */
+    f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (f < 0) return -1;
+    char host[256] = "";
+    int writer = writer_state(f, host, sizeof host);
+    if (writer == WRITER_LIVE) {
+        if (live) *live = 1;
+        snprintf(note, (size_t)size, "a run is writing this log now (read as it stood at this moment)");
+        return f;
+    }
+    if (writer == WRITER_UNKNOWN && !recover) {
+        snprintf(note, (size_t)size, "the log is marked as being written on host %s; if that run has stopped, "
+                 "csm run --resume or h5clear -s opens it to every reader", host[0] ? host : "(unknown)");
+        return f;
+    }
+    H5Fclose(f);
+    recover_log(path);
+    if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) >= 0) {
+        snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it (killed?); its "
+                 "open-for-writing mark is cleared and it holds every frame flushed");
+        return f;
+    }
+    snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it, and the mark it left "
+             "cannot be cleared here (a read-only file, or no room?): HDF5 readers need SWMR mode, h5py "
+             "File(path, swmr=True), until h5clear -s clears it");
+    return H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+}
+
+int csm_log_status(const char *path, char *status, int size, int64_t *frames)
+{
+    status[0] = '\0';
+    *frames = -1;
+    char note[512];
+    hid_t f = csm_log_open_read(path, 0, NULL, note, sizeof note);
+    if (f < 0) return -1;
+    int rc = csm_log_string_attr(f, "status", status, (size_t)size);
+    if (H5Lexists(f, "/frames/time", H5P_DEFAULT) > 0) {
+        hid_t ds = H5Dopen2(f, "/frames/time", H5P_DEFAULT);
+        hid_t sp = H5Dget_space(ds);
+        hsize_t dim = 0;
+        if (H5Sget_simple_extent_ndims(sp) == 1) H5Sget_simple_extent_dims(sp, &dim, NULL);
+        *frames = (int64_t)dim;
+        H5Sclose(sp);
+        H5Dclose(ds);
+    }
+    H5Fclose(f);
+    return rc;
+}

@@ -1,0 +1,106 @@
+/* The XDMF sidecar ParaView opens a log through. */
+#include "log_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void csm_log_xdmf_path(const char *h5path, char *buf, int size)
+{
+    const char *dot = strrchr(h5path, '.'), *slash = strrchr(h5path, '/');
+    if (dot && (!slash || dot > slash))
+        snprintf(buf, (size_t)size, "%.*s.xmf", (int)(dot - h5path), h5path);
+    else
+        snprintf(buf, (size_t)size, "%s.xmf", h5path);
+}
+
+/* ParaView 5.11's Xdmf3 reader (the one picked for .xmf) reads slices of the (T, n, 3)
+   datasets through HDF5 hyperslab paths "file.h5:/path|start:stride:count:dims"; each time
+   step is one Polyvertex grid with an explicit connectivity item. */
+int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
+{
+    csm_log_xdmf_path(h5path, buf, size);
+    char note[512];
+    hid_t file = csm_log_open_read(h5path, 0, NULL, note, sizeof note);
+    if (file < 0) return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot open the log", h5path);
+    hid_t pos = H5Dopen2(file, "/frames/positions", H5P_DEFAULT);
+    hid_t tds = H5Dopen2(file, "/frames/time", H5P_DEFAULT);
+    if (pos < 0 || tds < 0) {
+        if (pos >= 0) H5Dclose(pos);
+        if (tds >= 0) H5Dclose(tds);
+        H5Fclose(file);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: not a csm log (no /frames/positions)", h5path);
+    }
+    hsize_t dims[3];
+    hid_t space = H5Dget_space(pos);
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    hsize_t T = dims[0], n = dims[1];
+    double *times = malloc(sizeof(double) * (T > 0 ? T : 1));
+    if (!times) abort();
+    if (T > 0) H5Dread(tds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, times);
+    int has_goals = H5Lexists(file, "/frames/goals", H5P_DEFAULT) > 0;
+    H5Dclose(pos);
+    H5Dclose(tds);
+    H5Fclose(file);
+
+    /* The sidecar refers to the log by its file name: both sit in one folder. The name goes into
+       element text, so &, < and > are escaped (quotes too, for good measure). */
+    const char *name = strrchr(h5path, '/');
+    name = name ? name + 1 : h5path;
+    char base[6 * 1024];
+    size_t nb = 0;
+    for (const char *ch = name; *ch && nb + 7 < sizeof base; ch++) {
+        const char *esc = *ch == '&' ? "&amp;" : *ch == '<' ? "&lt;" : *ch == '>' ? "&gt;" : *ch == '"' ? "&quot;"
+                        : *ch == '\'' ? "&apos;" : NULL;
+        if (esc) {
+            memcpy(base + nb, esc, strlen(esc));
+            nb += strlen(esc);
+        } else {
+            base[nb++] = *ch;
+        }
+    }
+    base[nb] = '\0';
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", buf);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        free(times);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the sidecar: %s", tmp, strerror(errno));
+    }
+    fprintf(f, "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n");
+    fprintf(f, "  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
+    for (hsize_t t = 0; t < T; t++) {
+        fprintf(f, "   <Grid Name=\"frame%llu\" GridType=\"Uniform\">\n", (unsigned long long)t);
+        fprintf(f, "    <Time Value=\"%.17g\"/>\n", times[t]);
+        fprintf(f, "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%llu\" NodesPerElement=\"1\">\n",
+                (unsigned long long)n);
+        fprintf(f, "     <DataItem Dimensions=\"%llu\" NumberType=\"Int\" Format=\"HDF\">%s:/rest/id|0:1:%llu:%llu</DataItem>\n",
+                (unsigned long long)n, base, (unsigned long long)n, (unsigned long long)n);
+        fprintf(f, "    </Topology>\n");
+        fprintf(f, "    <Geometry GeometryType=\"XYZ\">\n");
+        fprintf(f, "     <DataItem Dimensions=\"%llu 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">"
+                   "%s:/frames/positions|%llu 0 0:1 1 1:1 %llu 3:%llu %llu 3</DataItem>\n",
+                (unsigned long long)n, base, (unsigned long long)t, (unsigned long long)n,
+                (unsigned long long)T, (unsigned long long)n);
+        fprintf(f, "    </Geometry>\n");
+        const char *attrs[2] = {"velocities", "goals"};
+        for (int a = 0; a < 1 + has_goals; a++) {
+            fprintf(f, "    <Attribute Name=\"%s\" AttributeType=\"Vector\" Center=\"Node\">\n", attrs[a]);
+            fprintf(f, "     <DataItem Dimensions=\"%llu 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">"
+                       "%s:/frames/%s|%llu 0 0:1 1 1:1 %llu 3:%llu %llu 3</DataItem>\n",
+                    (unsigned long long)n, base, attrs[a], (unsigned long long)t, (unsigned long long)n,
+                    (unsigned long long)T, (unsigned long long)n);
+            fprintf(f, "    </Attribute>\n");
+        }
+        fprintf(f, "   </Grid>\n");
+    }
+    fprintf(f, "  </Grid>\n </Domain>\n</Xdmf>\n");
+    free(times);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, buf) != 0) {
+        remove(tmp);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the sidecar", buf);
+    }
+    return 0;
+}
