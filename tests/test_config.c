@@ -282,6 +282,45 @@ static void test_shipped_configs_resolve_again(void **state)
     assert_true(checked >= 10);
 }
 
+/* Registration checks a plugin before it is used: its version, and that each table row's field
+   has the size its type needs. */
+typedef struct reg_params {
+    double k;
+    int32_t n;
+} reg_params;
+static const csm_param_spec reg_good[] = {CSM_P_REAL(reg_params, k, 1, 0, 2, "k"), CSM_P_INT(reg_params, n, 1, 0, 9, "n"),
+                                          CSM_PARAM_END};
+/* a real read into an int32_t: the loader would write 8 bytes into 4 */
+static const csm_param_spec reg_bad[] = {CSM_PARAM_FIELD("n", CSM_REAL, reg_params, n, 0, 0, 1, "n", NULL, 0, 0, 0, NULL, 0),
+                                         CSM_PARAM_END};
+
+static void test_registration_checks(void **state)
+{
+    (void)state;
+    static const csm_force good = {.version = 1, .name = "reg_good", .summary = "", .params = reg_good};
+    static const csm_force future = {.version = CSM_FORCE_VERSION + 1, .name = "reg_future", .summary = "",
+                                      .params = reg_good};
+    static const csm_force bad = {.version = 1, .name = "reg_bad", .summary = "", .params = reg_bad};
+    static const csm_force nameless = {.version = 1, .params = reg_good};
+    assert_int_equal(csm_register_force(&good), 0);
+    assert_ptr_equal(csm_registry_find(CSM_KIND_FORCE, "reg_good"), &good);
+    assert_int_equal(csm_register_force(&future), -1);
+    assert_int_equal(csm_register_force(&bad), -1);
+    assert_int_equal(csm_register_force(&nameless), -1);
+    assert_null(csm_registry_find(CSM_KIND_FORCE, "reg_future"));
+    assert_null(csm_registry_find(CSM_KIND_FORCE, "reg_bad"));
+    /* the loader fills the struct from the table: a default, then a given value */
+    csm_register_builtins();
+    csm_config cfg;
+    csm_error err;
+    const char *text = "objects: [{shape: {type: box}}]\nforces: [{type: reg_good, n: 7}]\n";
+    if (csm_config_load_text("reg.yaml", text, NULL, 0, &cfg, &err)) fail_msg("%s", err.msg);
+    const reg_params *p = csm_cfg_params(&cfg.forces[0]);
+    assert_true(p->k == 1.0);
+    assert_int_equal(p->n, 7);
+    csm_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_simulation_errors),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_shipped_configs_resolve_again),
+        cmocka_unit_test(test_registration_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,9 +71,13 @@ static void fade_scenario(const char *method)
     int32_t marked[] = {0, 3, 5};
     for (int a = 0; a < 3; a++) distort(&w->C, marked[a]);
     int removed = 0, added = 0;
+    uint64_t epoch = w->C.epoch;
     for (int f = 0; f < 10; f++) {
         run_frame(&R);
         check_partition(w);
+        /* fading changes weights every frame, and a plugin holding per-cluster data sees it */
+        if (f < 5) assert_true(w->C.epoch > epoch);
+        epoch = w->C.epoch;
         for (int32_t e = 0; e < w->report->nevents; e++) {
             removed += w->report->events[e].kind == CSM_EVENT_REMOVED;
             added += w->report->events[e].kind == CSM_EVENT_ADDED;
@@ -86,6 +90,9 @@ static void fade_scenario(const char *method)
     assert_true(added >= 1);
     for (int a = 0; a < 3; a++) assert_false(has_id(&w->C, marked[a]));
     for (int32_t c = 0; c < w->C.k; c++) assert_int_equal(w->C.state[c], CSM_CLUSTER_ACTIVE);
+    /* once every fade is over nothing changes: the epoch stands */
+    for (int f = 0; f < 2; f++) run_frame(&R);
+    assert_true(w->C.epoch == epoch);
     run_stop(&R);
 }
 

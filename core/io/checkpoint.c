@@ -54,7 +54,7 @@ int csm_log_rest_version(csm_log *log, const csm_clusters *C)
         same = !memcmp(log->rest_copy + off, seg[i].data, seg[i].bytes);
     if (same) return 0;
     int rc = 0;
-    for (int i = 0; i < ns; i++) rc |= csm_h5_append(log->ds[seg[i].field], csm_log_fields[seg[i].field].type, seg[i].rows, seg[i].data);
+    for (int i = 0; i < ns; i++) rc |= csm_h5_append(log->ds[seg[i].field], log->field[seg[i].field].type, seg[i].rows, seg[i].data);
     log->rest_cluster_rows += C->k;
     log->rest_member_rows += C->m;
     rc |= csm_h5_append(log->ds[F_RV_CLUSTER_START], T_I64, 1, &log->rest_cluster_rows);
@@ -125,7 +125,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (log->ds[parts[i].field] >= 0)
-            rc |= csm_h5_read(log->ds[parts[i].field], csm_h5_type(csm_log_fields[parts[i].field].type), parts[i].start, parts[i].rows,
+            rc |= csm_h5_read(log->ds[parts[i].field], csm_h5_type(log->field[parts[i].field].type), parts[i].start, parts[i].rows,
                             parts[i].to);
     if (rc) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read frame %llu's state", log->path, (unsigned long long)t);
     int bad = C->offset[0] != 0 || C->offset[k] != C->m;
@@ -148,12 +148,13 @@ static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
 {
     const char *path = log->path;
     memset(lf, 0, sizeof *lf);
-    for (int k = 0; k < F_NFIELDS; k++) {
-        if (!csm_log_field_used(log, k) && !(all && H5Lexists(log->file, csm_log_fields[k].path, H5P_DEFAULT) > 0)) continue;
-        log->ds[k] = H5Dopen2(log->file, csm_log_fields[k].path, H5P_DEFAULT);
+    for (int k = 0; k < log->nfield; k++) {
+        if (!csm_log_field_used(log, k) && !(all && H5Lexists(log->file, log->field[k].path, H5P_DEFAULT) > 0)) continue;
+        if (all && H5Lexists(log->file, log->field[k].path, H5P_DEFAULT) <= 0 && k >= F_NFIELDS) continue;
+        log->ds[k] = H5Dopen2(log->file, log->field[k].path, H5P_DEFAULT);
         if (log->ds[k] < 0)
             return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: has no %s: written by an older csm, without checkpoints, or "
-                            "with other output settings", path, csm_log_fields[k].path);
+                            "with other output settings", path, log->field[k].path);
     }
     log->event_type = csm_log_event_type();
     log->events = H5Dopen2(log->file, "/recluster/events", H5P_DEFAULT);
@@ -174,10 +175,10 @@ static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
     e->versions = (hsize_t)version + 1;
     e->rest_clusters = (hsize_t)lf->cs[1];
     e->rest_members = (hsize_t)lf->ms[1];
-    for (int k = 0; k < F_NFIELDS; k++)
-        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) < csm_log_field_rows(k, e))
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, csm_log_fields[k].path,
-                            (unsigned long long)csm_h5_rows(log->ds[k]), (unsigned long long)csm_log_field_rows(k, e));
+    for (int k = 0; k < log->nfield; k++)
+        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) < csm_log_field_rows(log, k, e))
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, log->field[k].path,
+                            (unsigned long long)csm_h5_rows(log->ds[k]), (unsigned long long)csm_log_field_rows(log, k, e));
     return 0;
 }
 
@@ -185,8 +186,9 @@ static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
 static int trim_log(csm_log *log, const log_frames *lf)
 {
     int rc = 0;
-    for (int k = 0; k < F_NFIELDS; k++)
-        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) != csm_log_field_rows(k, &lf->e) && csm_h5_set_rows(log->ds[k], csm_log_field_rows(k, &lf->e)))
+    for (int k = 0; k < log->nfield; k++)
+        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) != csm_log_field_rows(log, k, &lf->e) &&
+            csm_h5_set_rows(log->ds[k], csm_log_field_rows(log, k, &lf->e)))
             rc = -1;
     int32_t frame = 0;
     rc |= csm_h5_read(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, lf->e.T - 1, 1, &frame);
@@ -195,15 +197,19 @@ static int trim_log(csm_log *log, const log_frames *lf)
     return rc;
 }
 
-static csm_log *log_handle(const char *path, hid_t file)
+/* A handle on an open log file, with the fields a simulation writes (sim NULL: those the file
+   holds). */
+static csm_log *log_handle(const char *path, hid_t file, const csm_sim *sim)
 {
     csm_log *log = calloc(1, sizeof *log);
     if (!log) return NULL;
-    for (int k = 0; k < F_NFIELDS; k++) log->ds[k] = -1;
     log->events = log->event_type = -1;
     log->file = file;
     log->path = strdup(path);
-    if (!log->path) {
+    csm_error err;
+    if (!log->path || csm_log_fields_build(log, sim, &err)) {
+        csm_log_fields_free(log);
+        free(log->path);
         free(log);
         return NULL;
     }
@@ -212,9 +218,8 @@ static csm_log *log_handle(const char *path, hid_t file)
 
 void csm_log_trim_after_crash(const char *path, hid_t file)
 {
-    csm_log *log = log_handle(path, -1);
+    csm_log *log = log_handle(path, file, NULL);
     if (!log) return;
-    log->file = file;
     log_frames lf;
     if (measure_log(log, 1, &lf, NULL) == 0) trim_log(log, &lf);
     log->file = -1; /* the caller's */
@@ -241,7 +246,7 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
         csm_log_lock_drop(&lock);
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot open the log for writing", path);
     }
-    csm_log *log = log_handle(path, file);
+    csm_log *log = log_handle(path, file, sim);
     if (!log) {
         H5Fclose(file);
         csm_log_lock_drop(&lock);

@@ -244,14 +244,16 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= csm_h5_write_fixed(f, "/rest/id", H5T_NATIVE_INT32, 1, d1, id, "1",
                       "particle index 0..n-1 (the sidecar's Polyvertex connectivity)");
     free(id);
-    for (int k = 0; k < F_NFIELDS; k++) {
-        if (!csm_log_field_used(log, k)) {
-            log->ds[k] = -1;
-            continue;
-        }
-        log->ds[k] = csm_log_field_create(f, &csm_log_fields[k], w->P.n);
+    if (csm_log_fields_build(log, sim, err)) {
+        csm_log_close(log, "failed: could not write the log header", NULL);
+        return -1;
+    }
+    for (int k = 0; k < log->nfield; k++) {
+        if (!csm_log_field_used(log, k)) continue;
+        log->ds[k] = csm_log_field_create(f, &log->field[k], w->P.n);
         if (log->ds[k] < 0) rc = -1;
     }
+    rc |= csm_log_fields_record(log);
     if (!rc) rc |= create_events(log);
     int64_t zero = 0;
     if (!rc) rc |= csm_h5_append(log->ds[F_FRAME_OFFSET], T_I64, 1, &zero);
@@ -268,75 +270,48 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     return 0;
 }
 
+/* Room for the largest rows a plugin field appends this frame. */
+static int plugin_scratch(csm_log *log, const csm_world *w)
+{
+    size_t need = 0;
+    for (int k = 0; k < log->nfield; k++) {
+        const field_spec *f = &log->field[k];
+        if (!f->plugin || log->ds[k] < 0) continue;
+        hsize_t rows = f->shape == SHAPE_PARTICLES3 ? (hsize_t)w->P.n : csm_log_frame_rows(f, w);
+        size_t bytes = (size_t)rows * (size_t)f->cols * (f->type == T_I32 ? 4 : 8);
+        if (bytes > need) need = bytes;
+    }
+    if (need <= log->scratch_bytes) return 0;
+    void *grown = realloc(log->scratch, need);
+    if (!grown) return -1;
+    log->scratch = grown;
+    log->scratch_bytes = need;
+    return 0;
+}
+
 int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
 {
     errno = 0;
     csm_world *w = &sim->w;
     const csm_clusters *C = &w->C;
-    const csm_timings *t = &sim->last;
     int rc = 0;
-    double scalar;
-#define APPEND1(field, value) (scalar = (value), csm_h5_append(log->ds[field], T_F64, 1, &scalar))
-    rc |= csm_h5_append(log->ds[F_POSITIONS], T_F64, 1, w->P.x);
-    rc |= csm_h5_append(log->ds[F_VELOCITIES], T_F64, 1, w->P.v);
-    if (log->goals) {
-        csm_goals_all(w, w->P.x, 0.0, log->goal);
-        rc |= csm_h5_append(log->ds[F_GOALS], T_F64, 1, log->goal);
-    }
-    int32_t k = C->k;
-    rc |= csm_h5_append(log->ds[F_COUNT], T_I32, 1, &k);
-    rc |= csm_h5_append(log->ds[F_OFFSETS], T_I32, (hsize_t)k + 1, C->offset);
-    rc |= csm_h5_append(log->ds[F_MEMBERS], T_I32, (hsize_t)C->m, C->member);
-    rc |= csm_h5_append(log->ds[F_WEIGHTS], T_F64, (hsize_t)C->m, C->weight);
-    rc |= csm_h5_append(log->ds[F_COM], T_F64, (hsize_t)k, C->com);
-    rc |= csm_h5_append(log->ds[F_R], T_F64, (hsize_t)k, C->R);
-    rc |= csm_h5_append(log->ds[F_FP], T_F64, (hsize_t)k, C->Fp);
-    rc |= csm_h5_append(log->ds[F_ALPHA], T_F64, (hsize_t)k, C->stress_alpha);
-    rc |= csm_h5_append(log->ds[F_WIDTH], T_F64, (hsize_t)k, C->width);
-    rc |= csm_h5_append(log->ds[F_ID], T_I32, (hsize_t)k, C->id);
-    rc |= csm_h5_append(log->ds[F_STATE], T_I32, (hsize_t)k, C->state);
+    if (log->goals) csm_goals_all(w, w->P.x, 0.0, log->goal);
     rc |= write_events(log, &sim->report);
     log->memberships_out += C->m;
-    log->clusters_out += k;
-    rc |= csm_h5_append(log->ds[F_FRAME_OFFSET], T_I64, 1, &log->memberships_out);
-    rc |= csm_h5_append(log->ds[F_FRAME_CLUSTER], T_I64, 1, &log->clusters_out);
-    rc |= APPEND1(F_KINETIC, d->kinetic);
-    rc |= APPEND1(F_POTENTIAL, d->potential);
-    rc |= APPEND1(F_ELASTIC, d->elastic);
-    rc |= csm_h5_append(log->ds[F_MOMENTUM], T_F64, 1, d->momentum);
-    rc |= csm_h5_append(log->ds[F_ANGULAR], T_F64, 1, d->angular_momentum);
-    rc |= csm_h5_append(log->ds[F_COM_ALL], T_F64, 1, d->center_of_mass);
-    rc |= APPEND1(F_MAX_STRAIN, d->max_strain);
-    rc |= APPEND1(F_VOLUME, d->volume_ratio);
-    rc |= APPEND1(F_MAX_COND_FP, d->max_cond_Fp);
-    const csm_report *r = &sim->report;
-    rc |= csm_h5_append(log->ds[F_YIELDED], T_I32, 1, &r->yielded);
-    rc |= csm_h5_append(log->ds[F_PLASTIC_SKIPPED], T_I32, 1, &r->plastic_skipped);
-    double gain[3] = {r->gains.min, r->gains.mean, r->gains.max};
-    rc |= csm_h5_append(log->ds[F_GAIN], T_F64, 1, gain);
-    rc |= csm_h5_append(log->ds[F_GAIN_CLAMPED], T_I32, 1, &r->gains.clamped);
-    rc |= APPEND1(F_T_DYNAMICS, t->seconds[CSM_TIMING_DYNAMICS]);
-    rc |= APPEND1(F_T_PLASTICITY, t->seconds[CSM_TIMING_PLASTICITY]);
-    rc |= APPEND1(F_T_RECLUSTERING, t->seconds[CSM_TIMING_RECLUSTERING]);
-    rc |= APPEND1(F_T_EMBEDDING, t->seconds[CSM_TIMING_EMBEDDING]);
-    rc |= APPEND1(F_T_TOTAL, t->seconds[CSM_TIMING_TOTAL]);
-    /* the state a resumed run continues from */
+    log->clusters_out += C->k;
+    /* the state a resumed run continues from: the rest data, when it changed */
     rc |= csm_log_rest_version(log, C);
-    int32_t version = (int32_t)log->versions - 1, frame = sim->frame;
-    int64_t step = w->step;
-    rc |= csm_h5_append(log->ds[F_CK_FRAME], T_I32, 1, &frame);
-    rc |= csm_h5_append(log->ds[F_CK_STEP], T_I64, 1, &step);
-    rc |= csm_h5_append(log->ds[F_CK_NEXT_ID], T_I32, 1, &C->next_id);
-    rc |= csm_h5_append(log->ds[F_CK_VERSION], T_I32, 1, &version);
-    rc |= csm_h5_append(log->ds[F_CK_Q], T_F64, (hsize_t)k, C->q);
-    rc |= csm_h5_append(log->ds[F_CK_FADE], T_I32, (hsize_t)k, C->fade);
-    rc |= csm_h5_append(log->ds[F_CK_F], T_F64, (hsize_t)k, C->F);
-    rc |= csm_h5_append(log->ds[F_CK_T], T_F64, (hsize_t)k, C->T);
-    if (log->quadratic) rc |= csm_h5_append(log->ds[F_CK_QUAD], T_F64, (hsize_t)k, C->Q);
+    rc |= plugin_scratch(log, w);
+    frame_ctx ctx = {sim, d, log, (int32_t)log->versions - 1, log->scratch};
+    /* every dataset of the table with an accessor, in one loop */
+    for (int k = 0; k < log->nfield && !rc; k++) {
+        const field_spec *f = &log->field[k];
+        if (log->ds[k] < 0 || !f->data) continue;
+        rc |= csm_h5_append(log->ds[k], f->type, csm_log_frame_rows(f, w), f->data(&ctx, f));
+    }
     /* Flushed every frame, /frames/time last and on its own: a killed run keeps every frame
        whose time was written, and the other datasets hold at least those frames. */
-    if (!rc && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0) rc |= APPEND1(F_TIME, w->time);
-#undef APPEND1
+    if (!rc && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0) rc |= csm_h5_append(log->ds[F_TIME], T_F64, 1, &w->time);
     if (rc || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0) {
         log->broken = 1;
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: write error at frame %d%s; the log keeps the %lld frames before it",
@@ -357,7 +332,7 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
                  "csm run --resume continues it once there is room)", log->path);
     }
     int rc = 0;
-    for (int k = 0; k < F_NFIELDS && !log->broken; k++)
+    for (int k = 0; k < log->nfield && !log->broken; k++)
         if (log->ds[k] > 0) H5Dclose(log->ds[k]);
     if (log->events > 0 && !log->broken) H5Dclose(log->events);
     if (log->event_type > 0) H5Tclose(log->event_type);
@@ -381,6 +356,7 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     free(log->path);
     free(log->goal);
     free(log->rest_copy);
+    csm_log_fields_free(log);
     free(log);
     return rc ? -1 : 0;
 }

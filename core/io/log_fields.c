@@ -1,80 +1,126 @@
 /* The datasets of the log: a table of path, type, shape, rows per frame, units and description. */
 #include "log_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+/* Accessors: where a frame's rows of each built-in dataset are. */
+#define ACCESSOR(name, expr)                                                                      \
+    static const void *name(const frame_ctx *c, const field_spec *f)                              \
+    {                                                                                             \
+        (void)f;                                                                                  \
+        return (expr);                                                                            \
+    }
+ACCESSOR(d_positions, c->sim->w.P.x)
+ACCESSOR(d_velocities, c->sim->w.P.v)
+ACCESSOR(d_goals, c->log->goal)
+ACCESSOR(d_count, &c->sim->w.C.k)
+ACCESSOR(d_frame_offset, &c->log->memberships_out)
+ACCESSOR(d_frame_cluster, &c->log->clusters_out)
+ACCESSOR(d_offsets, c->sim->w.C.offset)
+ACCESSOR(d_members, c->sim->w.C.member)
+ACCESSOR(d_weights, c->sim->w.C.weight)
+ACCESSOR(d_com, c->sim->w.C.com)
+ACCESSOR(d_r, c->sim->w.C.R)
+ACCESSOR(d_fp, c->sim->w.C.Fp)
+ACCESSOR(d_alpha, c->sim->w.C.stress_alpha)
+ACCESSOR(d_width, c->sim->w.C.width)
+ACCESSOR(d_id, c->sim->w.C.id)
+ACCESSOR(d_state, c->sim->w.C.state)
+ACCESSOR(d_kinetic, &c->d->kinetic)
+ACCESSOR(d_potential, &c->d->potential)
+ACCESSOR(d_elastic, &c->d->elastic)
+ACCESSOR(d_momentum, c->d->momentum)
+ACCESSOR(d_angular, c->d->angular_momentum)
+ACCESSOR(d_com_all, c->d->center_of_mass)
+ACCESSOR(d_max_strain, &c->d->max_strain)
+ACCESSOR(d_volume, &c->d->volume_ratio)
+ACCESSOR(d_max_cond_fp, &c->d->max_cond_Fp)
+ACCESSOR(d_yielded, &c->sim->report.yielded)
+ACCESSOR(d_plastic_skipped, &c->sim->report.plastic_skipped)
+ACCESSOR(d_gain, &c->sim->report.gains.min)
+ACCESSOR(d_gain_clamped, &c->sim->report.gains.clamped)
+ACCESSOR(d_ck_frame, &c->sim->frame)
+ACCESSOR(d_ck_step, &c->sim->w.step)
+ACCESSOR(d_ck_next_id, &c->sim->w.C.next_id)
+ACCESSOR(d_ck_version, &c->version)
+ACCESSOR(d_ck_q, c->sim->w.C.q)
+ACCESSOR(d_ck_fade, c->sim->w.C.fade)
+ACCESSOR(d_ck_f, c->sim->w.C.F)
+ACCESSOR(d_ck_t, c->sim->w.C.T)
+ACCESSOR(d_ck_quad, c->sim->w.C.Q)
+
+/* a timing of the frame (csm_report's names index sim->last) */
+static const void *d_timing(const frame_ctx *c, const field_spec *f) { return &c->sim->last.seconds[f->index]; }
+
 const field_spec csm_log_fields[F_NFIELDS] = {
     [F_TIME] = {"/frames/time", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "simulated time of each logged frame", 0, OPT_NONE},
-    [F_POSITIONS] = {"/frames/positions", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "particle positions x_i", 0, OPT_NONE},
-    [F_VELOCITIES] = {"/frames/velocities", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m/s", "particle velocities v_i", 0, OPT_NONE},
-    [F_GOALS] = {"/frames/goals", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "goal positions g_i = sum_c w_ic g_ic", 0, OPT_GOALS},
+    [F_POSITIONS] = {"/frames/positions", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "particle positions x_i", 0, OPT_NONE, d_positions},
+    [F_VELOCITIES] = {"/frames/velocities", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m/s", "particle velocities v_i", 0, OPT_NONE, d_velocities},
+    [F_GOALS] = {"/frames/goals", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "goal positions g_i = sum_c w_ic g_ic", 0, OPT_GOALS, d_goals},
     [F_COUNT] = {"/clusters/count", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                "clusters per frame, those fading in or out included (/clusters/state)", 0, OPT_NONE},
+                "clusters per frame, those fading in or out included (/clusters/state)", 0, OPT_NONE, d_count},
     [F_FRAME_OFFSET] = {"/clusters/frame_offset", T_I64, SHAPE_SCALAR, ROWS_ONE, "1",
-                        "(T+1,): frame t's memberships are members/weights[frame_offset[t]:frame_offset[t+1]]", 0, OPT_NONE},
+                        "(T+1,): frame t's memberships are members/weights[frame_offset[t]:frame_offset[t+1]]", 0, OPT_NONE, d_frame_offset},
     [F_FRAME_CLUSTER] = {"/clusters/frame_cluster", T_I64, SHAPE_SCALAR, ROWS_ONE, "1",
                          "(T+1,): frame t's clusters are com/R/Fp rows [frame_cluster[t]:frame_cluster[t+1]]; "
-                         "its offsets are offsets[frame_cluster[t] + t : frame_cluster[t+1] + t + 1]", 0, OPT_NONE},
+                         "its offsets are offsets[frame_cluster[t] + t : frame_cluster[t+1] + t + 1]", 0, OPT_NONE, d_frame_cluster},
     [F_OFFSETS] = {"/clusters/offsets", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS_PLUS_ONE, "1",
-                   "per frame, k+1 CSR offsets (from 0) of each cluster's members", 0, OPT_NONE},
-    [F_MEMBERS] = {"/clusters/members", T_I32, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, member particle of each membership", 0, OPT_NONE},
-    [F_WEIGHTS] = {"/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, w_ic of each membership", 0, OPT_NONE},
-    [F_COM] = {"/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c", 0, OPT_NONE},
-    [F_R] = {"/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c", 0, OPT_NONE},
-    [F_FP] = {"/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c", 0, OPT_NONE},
+                   "per frame, k+1 CSR offsets (from 0) of each cluster's members", 0, OPT_NONE, d_offsets},
+    [F_MEMBERS] = {"/clusters/members", T_I32, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, member particle of each membership", 0, OPT_NONE, d_members},
+    [F_WEIGHTS] = {"/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, w_ic of each membership", 0, OPT_NONE, d_weights},
+    [F_COM] = {"/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c", 0, OPT_NONE, d_com},
+    [F_R] = {"/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c", 0, OPT_NONE, d_r},
+    [F_FP] = {"/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c", 0, OPT_NONE, d_fp},
     [F_ALPHA] = {"/clusters/stress_alpha", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-                 "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)", 0, OPT_NONE},
+                 "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)", 0, OPT_NONE, d_alpha},
     [F_WIDTH] = {"/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m",
-                 "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)", 0, OPT_NONE},
+                 "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)", 0, OPT_NONE, d_width},
     [F_ID] = {"/clusters/id", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-              "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)", 0, OPT_NONE},
+              "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)", 0, OPT_NONE, d_id},
     [F_STATE] = {"/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-                 "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE},
-    [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE},
-    [F_POTENTIAL] = {"/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE},
+                 "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE, d_state},
+    [F_KINETIC] = {"/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE, d_kinetic},
+    [F_POTENTIAL] = {"/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE, d_potential},
     [F_ELASTIC] = {"/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2",
-                   "shape-matching energy sum_c sum_i w_ic m_i |x_i - g_ic|^2", 0, OPT_NONE},
-    [F_MOMENTUM] = {"/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE},
-    [F_ANGULAR] = {"/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE},
-    [F_COM_ALL] = {"/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE},
+                   "shape-matching energy sum_c sum_i w_ic m_i |x_i - g_ic|^2", 0, OPT_NONE, d_elastic},
+    [F_MOMENTUM] = {"/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE, d_momentum},
+    [F_ANGULAR] = {"/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE, d_angular},
+    [F_COM_ALL] = {"/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE, d_com_all},
     [F_MAX_STRAIN] = {"/diagnostics/max_strain", T_F64, SHAPE_SCALAR, ROWS_ONE, "1",
-                      "max over memberships of beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4)", 0, OPT_NONE},
-    [F_VOLUME] = {"/diagnostics/volume_ratio", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "mean det F^p over clusters", 0, OPT_NONE},
+                      "max over memberships of beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4)", 0, OPT_NONE, d_max_strain},
+    [F_VOLUME] = {"/diagnostics/volume_ratio", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "mean det F^p over clusters", 0, OPT_NONE, d_volume},
     [F_MAX_COND_FP] = {"/diagnostics/max_cond_Fp", T_F64, SHAPE_SCALAR, ROWS_ONE, "1",
-                       "largest condition number sigma_max / sigma_min of F^p over clusters", 0, OPT_NONE},
+                       "largest condition number sigma_max / sigma_min of F^p over clusters", 0, OPT_NONE, d_max_cond_fp},
     [F_YIELDED] = {"/diagnostics/yielded", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                   "clusters whose F^p flowed since the previous logged frame (Falkenstein Eq 11-12)", 0, OPT_NONE},
+                   "clusters whose F^p flowed since the previous logged frame (Falkenstein Eq 11-12)", 0, OPT_NONE, d_yielded},
     [F_PLASTIC_SKIPPED] = {"/diagnostics/plastic_skipped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                           "plastic updates skipped since the previous logged frame on a collapsed or inverted F^e (cluster-steps)", 0, OPT_NONE},
+                           "plastic updates skipped since the previous logged frame on a collapsed or inverted F^e (cluster-steps)", 0, OPT_NONE, d_plastic_skipped},
     [F_GAIN] = {"/diagnostics/alpha_c", T_F64, SHAPE_COLS, ROWS_ONE, "1",
                 "min, mean and max over clusters of the spring gain alpha_c = h^2 k_c of the frame's last step "
-                "(solver.alpha, or from solver.modulus; 0 without springs)", 3, OPT_NONE},
+                "(solver.alpha, or from solver.modulus; 0 without springs)", 3, OPT_NONE, d_gain},
     [F_GAIN_CLAMPED] = {"/diagnostics/alpha_clamped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
                         "clusters whose gain from solver.modulus exceeded 1 and was clamped to 1 in the frame's last "
-                        "step (the step is too coarse for the modulus)", 0, OPT_NONE},
-    [F_T_DYNAMICS] = {"/timings/dynamics", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "forces, integrator and colliders per frame", 0, OPT_NONE},
-    [F_T_PLASTICITY] = {"/timings/plasticity", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "plasticity per frame", 0, OPT_NONE},
-    [F_T_RECLUSTERING] = {"/timings/reclustering", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "reclustering per frame (embedding included)", 0, OPT_NONE},
-    [F_T_EMBEDDING] = {"/timings/embedding", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "embedding optimisation per frame", 0, OPT_NONE},
-    [F_T_TOTAL] = {"/timings/total", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "whole frame: every stage and the diagnostics", 0, OPT_NONE},
+                        "step (the step is too coarse for the modulus)", 0, OPT_NONE, d_gain_clamped},
     [F_CK_FRAME] = {"/checkpoint/frame", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
                     "frames computed when each logged frame was written (logged frames are every output.every-th)", 0,
-                    OPT_NONE},
-    [F_CK_STEP] = {"/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE},
+                    OPT_NONE, d_ck_frame},
+    [F_CK_STEP] = {"/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE, d_ck_step},
     [F_CK_NEXT_ID] = {"/checkpoint/next_id", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "id the next added cluster gets", 0,
-                      OPT_NONE},
+                      OPT_NONE, d_ck_next_id},
     [F_CK_VERSION] = {"/checkpoint/rest_version", T_I32, SHAPE_SCALAR, ROWS_ONE, "1",
-                      "version of /checkpoint/rest the frame's clusters use", 0, OPT_NONE},
+                      "version of /checkpoint/rest the frame's clusters use", 0, OPT_NONE, d_ck_version},
     [F_CK_Q] = {"/checkpoint/q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1",
                 "per frame, R_c as a unit quaternion (w, x, y, z): the warm start of the next polar decomposition", 4,
-                OPT_NONE},
+                OPT_NONE, d_ck_q},
     [F_CK_FADE] = {"/checkpoint/fade", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1",
-                   "per frame, steps since a fading cluster was marked or added", 0, OPT_NONE},
+                   "per frame, steps since a fading cluster was marked or added", 0, OPT_NONE, d_ck_fade},
     [F_CK_F] = {"/checkpoint/F", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, F_c = A_xr A_rr^-1 of the last fit", 0,
-                OPT_NONE},
+                OPT_NONE, d_ck_f},
     [F_CK_T] = {"/checkpoint/T", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1",
-                "per frame, goal transform of the last fit: g_ic = T_c p_ic + com_c", 0, OPT_NONE},
+                "per frame, goal transform of the last fit: g_ic = T_c p_ic + com_c", 0, OPT_NONE, d_ck_t},
     [F_CK_QUAD] = {"/checkpoint/Q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1",
-                   "per frame, 3x6 quadratic part of the goal transform (Mueller 2005 Sec 4.3)", 18, OPT_QUADRATIC},
+                   "per frame, 3x6 quadratic part of the goal transform (Mueller 2005 Sec 4.3)", 18, OPT_QUADRATIC, d_ck_quad},
     [F_RV_CLUSTER_START] = {"/checkpoint/rest/cluster_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1",
                             "(V+1,): version v's per-cluster rows are [cluster_start[v], cluster_start[v+1])", 0, OPT_NONE},
     [F_RV_MEMBER_START] = {"/checkpoint/rest/member_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1",
@@ -98,16 +144,162 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                   "per version, 9x9 pseudo-inverse of the quadratic moment matrix", 81, OPT_QUADRATIC},
 };
 
-int csm_log_field_used(const csm_log *log, int k)
+/* A plugin field's rows, gathered by its own accessor. */
+static const void *d_plugin(const frame_ctx *c, const field_spec *f)
 {
-    return csm_log_fields[k].opt == OPT_NONE || (csm_log_fields[k].opt == OPT_GOALS && log->goals) ||
-           (csm_log_fields[k].opt == OPT_QUADRATIC && log->quadratic);
+    f->plugin->get(&c->sim->w, f->state, c->scratch);
+    return c->scratch;
 }
 
-hsize_t csm_log_field_rows(int k, const log_extent *e)
+static int add_field(csm_log *log, field_spec f)
+{
+    field_spec *grown = realloc(log->field, sizeof *grown * (size_t)(log->nfield + 1));
+    hid_t *ds = realloc(log->ds, sizeof *ds * (size_t)(log->nfield + 1));
+    if (grown) log->field = grown;
+    if (ds) log->ds = ds;
+    if (!grown || !ds) return -1;
+    log->ds[log->nfield] = -1;
+    log->field[log->nfield++] = f;
+    return 0;
+}
+
+static const char *own(csm_log *log, const char *a, const char *b)
+{
+    char **grown = realloc(log->owned, sizeof *grown * (size_t)(log->nowned + 1));
+    if (!grown) return NULL;
+    log->owned = grown;
+    size_t len = strlen(a) + strlen(b) + 1;
+    char *text = malloc(len);
+    if (!text) return NULL;
+    snprintf(text, len, "%s%s", a, b);
+    return log->owned[log->nowned++] = text;
+}
+
+static int timing_field(csm_log *log, const char *name, const char *doc, int index)
+{
+    const char *path = own(log, "/timings/", name);
+    if (!path) return -1;
+    return add_field(log, (field_spec){path, T_F64, SHAPE_SCALAR, ROWS_ONE, "s", doc, 0, OPT_NONE, d_timing, index,
+                                       NULL, NULL});
+}
+
+/* A plugin's field as a row of the table. */
+static int plugin_field(csm_log *log, const char *plugin, const csm_log_field *lf, const void *state, csm_error *err)
+{
+    static const int types[] = {[CSM_FIELD_F64] = T_F64, [CSM_FIELD_I32] = T_I32, [CSM_FIELD_I64] = T_I64};
+    if (!lf->name || lf->name[0] == '\0' || !lf->get || lf->width < 1 || lf->width > 81 || lf->type < CSM_FIELD_F64 ||
+        lf->type > CSM_FIELD_I64 || lf->rows < CSM_ROWS_FRAME || lf->rows > CSM_ROWS_MEMBERSHIP)
+        return csm_fail(err, CSM_EXIT_FAILURE, "plugin %s declares a malformed log field '%s'", plugin,
+                        lf->name ? lf->name : "(no name)");
+    const char *path = own(log, lf->name[0] == '/' ? "" : "/", lf->name);
+    if (!path) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    for (int k = 0; k < log->nfield; k++)
+        if (strcmp(log->field[k].path, path) == 0)
+            return csm_fail(err, CSM_EXIT_FAILURE, "plugin %s declares the log field %s, which the log has already",
+                            plugin, path);
+    field_spec f = {path, types[lf->type], lf->width == 1 ? SHAPE_SCALAR : SHAPE_COLS, ROWS_ONE,
+                    lf->units ? lf->units : "1", lf->description ? lf->description : "", lf->width, OPT_NONE, d_plugin,
+                    0, lf, state};
+    if (lf->rows == CSM_ROWS_PARTICLE) f.shape = SHAPE_PARTICLES3;
+    if (lf->rows == CSM_ROWS_CLUSTER) f.rows = ROWS_CLUSTERS;
+    if (lf->rows == CSM_ROWS_MEMBERSHIP) f.rows = ROWS_MEMBERSHIPS;
+    return add_field(log, f) ? csm_fail(err, CSM_EXIT_FAILURE, "out of memory") : 0;
+}
+
+static int plugin_fields(csm_log *log, const csm_plugin_head *p, const csm_log_field *lf, const void *state,
+                         csm_error *err)
+{
+    for (int k = 0; lf && lf[k].name; k++)
+        if (plugin_field(log, p->name, &lf[k], state, err)) return -1;
+    return 0;
+}
+
+static herr_t list_timing(hid_t group, const char *name, const H5L_info_t *info, void *user)
+{
+    (void)group;
+    (void)info;
+    csm_log *log = user;
+    for (int k = 0; k < log->nfield; k++)
+        if (strncmp(log->field[k].path, "/timings/", 9) == 0 && strcmp(log->field[k].path + 9, name) == 0) return 0;
+    return timing_field(log, name, "", 0) ? -1 : 0;
+}
+
+int csm_log_fields_build(csm_log *log, const csm_sim *sim, csm_error *err)
+{
+    for (int k = 0; k < F_NFIELDS; k++)
+        if (add_field(log, csm_log_fields[k])) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    if (!sim) {
+        /* a log opened to recover it: its timings, and the plugin fields it lists */
+        if (H5Lexists(log->file, "/timings", H5P_DEFAULT) > 0)
+            H5Literate_by_name(log->file, "/timings", H5_INDEX_NAME, H5_ITER_NATIVE, NULL, list_timing, log,
+                                H5P_DEFAULT);
+        char *extra = csm_log_string_attr_dup(log->file, "extra_datasets");
+        for (char *save = NULL, *line = extra ? strtok_r(extra, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+            char *tab = strchr(line, '\t');
+            if (!tab) continue;
+            *tab = '\0';
+            const char *path = own(log, "", line);
+            int rows = atoi(tab + 1);
+            if (path && rows >= ROWS_ONE && rows <= ROWS_MEMBERSHIPS)
+                add_field(log, (field_spec){path, T_F64, SHAPE_SCALAR, rows, "", "", 0, OPT_NONE, NULL, 0, NULL, NULL});
+        }
+        free(extra);
+        return 0;
+    }
+    const csm_report *r = &sim->report;
+    for (int k = 0; k < r->ntimings; k++)
+        if (timing_field(log, r->timing_name[k], r->timing_doc[k], k)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    int rc = plugin_fields(log, sim->cfg->integrator.plugin, sim->integrator->fields, sim->integrator_state, err);
+    for (int k = 0; k < sim->nforces && !rc; k++)
+        rc = plugin_fields(log, sim->forces[k].plugin, sim->forces[k].fields, sim->forces[k].state, err);
+    for (int k = 0; k < sim->ncolliders && !rc; k++)
+        rc = plugin_fields(log, sim->colliders[k].plugin, sim->colliders[k].fields, sim->colliders[k].state, err);
+    if (!rc) rc = plugin_fields(log, sim->plasticity.plugin, sim->plasticity.fields, sim->plasticity.state, err);
+    if (!rc) rc = plugin_fields(log, sim->recluster.plugin, sim->recluster.fields, sim->recluster.state, err);
+    return rc;
+}
+
+int csm_log_fields_record(const csm_log *log)
+{
+    size_t len = 1, used = 0;
+    for (int k = 0; k < log->nfield; k++)
+        if (log->field[k].plugin) len += strlen(log->field[k].path) + 8;
+    if (len == 1) return 0;
+    char *text = malloc(len);
+    if (!text) return -1;
+    text[0] = '\0';
+    for (int k = 0; k < log->nfield; k++)
+        if (log->field[k].plugin)
+            used += (size_t)snprintf(text + used, len - used, "%s\t%d\n", log->field[k].path, log->field[k].rows);
+    int rc = csm_h5_attr_string(log->file, "extra_datasets", text);
+    free(text);
+    return rc;
+}
+
+void csm_log_fields_free(csm_log *log)
+{
+    for (int k = 0; k < log->nowned; k++) free(log->owned[k]);
+    free(log->owned);
+    free(log->field);
+    free(log->ds);
+    free(log->scratch);
+    log->owned = NULL;
+    log->field = NULL;
+    log->ds = NULL;
+    log->scratch = NULL;
+    log->nowned = log->nfield = 0;
+}
+
+int csm_log_field_used(const csm_log *log, int k)
+{
+    int opt = log->field[k].opt;
+    return opt == OPT_NONE || (opt == OPT_GOALS && log->goals) || (opt == OPT_QUADRATIC && log->quadratic);
+}
+
+hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)
 {
     if (k == F_FRAME_OFFSET || k == F_FRAME_CLUSTER) return e->T + 1;
-    switch (csm_log_fields[k].rows) {
+    switch (log->field[k].rows) {
     case ROWS_CLUSTERS: return e->clusters;
     case ROWS_CLUSTERS_PLUS_ONE: return e->clusters + e->T;
     case ROWS_MEMBERSHIPS: return e->memberships;
@@ -115,6 +307,16 @@ hsize_t csm_log_field_rows(int k, const log_extent *e)
     case ROWS_REST_CLUSTERS: return e->rest_clusters;
     case ROWS_REST_MEMBERS: return e->rest_members;
     default: return e->T;
+    }
+}
+
+hsize_t csm_log_frame_rows(const field_spec *f, const csm_world *w)
+{
+    switch (f->rows) {
+    case ROWS_CLUSTERS: return (hsize_t)w->C.k;
+    case ROWS_CLUSTERS_PLUS_ONE: return (hsize_t)w->C.k + 1;
+    case ROWS_MEMBERSHIPS: return (hsize_t)w->C.m;
+    default: return 1;
     }
 }
 
@@ -129,7 +331,7 @@ hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n)
     case SHAPE_PARTICLES3:
         rank = 3;
         dims[1] = maxdims[1] = chunk[1] = (hsize_t)(n > 0 ? n : 1);
-        dims[2] = maxdims[2] = chunk[2] = 3;
+        dims[2] = maxdims[2] = chunk[2] = (hsize_t)(f->cols > 0 ? f->cols : 3);
         break;
     case SHAPE_COLS: rank = 2; dims[1] = maxdims[1] = chunk[1] = (hsize_t)f->cols; break;
     }

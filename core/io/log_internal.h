@@ -10,8 +10,11 @@
 #include <stdint.h>
 
 
-/* The per-frame datasets, declared as a table (name, type, shape, units, description); one
-   generic writer walks it. `rows` says how many rows one frame appends. The /checkpoint datasets
+/* The per-frame datasets, declared as a table (name, type, shape, units, description, and an
+   accessor for the frame's rows), in the manner of SWIFT's i/o properties: one generic writer
+   walks it. `rows` says how many rows one frame appends. The built-in datasets are the rows of
+   csm_log_fields; a log adds the timings plugins named and the fields plugins declare
+   (csm_log_field) as rows of the same kind. The /checkpoint datasets
    hold the rest of the state a run continues from (csm_log_resume); the rest data of the
    clusters (/checkpoint/rest) changes only when clusters are added or removed, so it is written
    as a new version only then, and each frame names the version it uses. */
@@ -23,12 +26,29 @@ enum {
 };
 enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC }; /* written only with output.goals, solver.mode quadratic */
 
+struct field_spec;
+struct csm_log;
+
+/* What an accessor reads a frame from. */
+typedef struct frame_ctx {
+    const csm_sim *sim;
+    const csm_diag *d;
+    const struct csm_log *log;
+    int32_t version; /* of /checkpoint/rest the frame's clusters use */
+    void *scratch;   /* room for a plugin field's rows */
+} frame_ctx;
+
 typedef struct field_spec {
     const char *path;
     int type, shape, rows;
     const char *units, *description;
-    int cols; /* SHAPE_COLS: values per row */
+    int cols; /* SHAPE_COLS, SHAPE_PARTICLES3 (0: 3): values per row */
     int opt;  /* OPT_* */
+    /* The frame's rows; NULL for a dataset written apart (/frames/time last, the rest versions). */
+    const void *(*data)(const frame_ctx *c, const struct field_spec *f);
+    int index;                   /* a timing's index in the report */
+    const csm_log_field *plugin; /* a plugin's field, and the state its accessor reads */
+    const void *state;
 } field_spec;
 
 enum {
@@ -36,7 +56,6 @@ enum {
     F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED,
-    F_T_DYNAMICS, F_T_PLASTICITY, F_T_RECLUSTERING, F_T_EMBEDDING, F_T_TOTAL,
     F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD,
     F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
     F_RV_QMEAN, F_RV_AQQ,
@@ -45,7 +64,13 @@ enum {
 
 struct csm_log {
     hid_t file;
-    hid_t ds[F_NFIELDS];
+    field_spec *field;       /* csm_log_fields, then the log's own: plugins' timings and fields */
+    int nfield;
+    hid_t *ds;               /* [nfield], -1 for a field this log does not write */
+    char **owned;            /* paths made for the log's own fields */
+    int nowned;
+    void *scratch;           /* a plugin field's rows */
+    size_t scratch_bytes;
     int32_t n;
     int64_t frames;          /* logged frames */
     int64_t memberships_out; /* rows of /clusters/members written */
@@ -119,9 +144,19 @@ int csm_h5_set_rows(hid_t ds, hsize_t rows);
 int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size_t bytes);
 
 /* log_fields.c */
+/* The fields of a log: the built-in ones, then with a simulation the timings its plugins named
+   and the fields its plugins declare; without one (a log opened to recover it) those the log's
+   `extra_datasets` attribute lists. Returns -1 when out of memory or a plugin's field is
+   malformed (err says which). */
+int csm_log_fields_build(csm_log *log, const csm_sim *sim, csm_error *err);
+void csm_log_fields_free(csm_log *log);
+/* The root attribute that lists the log's own fields (none: nothing is written). */
+int csm_log_fields_record(const csm_log *log);
 int csm_log_field_used(const csm_log *log, int k);
 /* Rows field k holds in a log of extent e. */
-hsize_t csm_log_field_rows(int k, const log_extent *e);
+hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e);
+/* Rows one frame appends to field f. */
+hsize_t csm_log_frame_rows(const field_spec *f, const csm_world *w);
 hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n);
 
 /* log.c */
