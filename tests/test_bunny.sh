@@ -2,22 +2,16 @@
 # The bunny of Bargteil-Jones 2014 Fig 1 from Debian's bunny00.off (data/fetch_meshes.sh): about
 # 2,020 particles in 26 clusters; it falls, bounces and stays above the ground, undamped and damped.
 # The elephant with holes samples like the closed one. A malformed mesh stops `csm run` with exit 2 and the mesh's file and line.
-set -eu
-csm=$1
-root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh" "$@"
 "$root/data/fetch_meshes.sh" --check
 "$csm" run "$root/experiments/configs/bunny.yaml" -o "$tmp/bunny.h5" >/dev/null
 "$csm" run "$root/experiments/configs/bunny_damped.yaml" -o "$tmp/damped.h5" >/dev/null
-/usr/bin/python3 - "$tmp/bunny.h5" "$tmp/damped.h5" <<'PY'
+pylog "$tmp/bunny.h5" "$tmp/damped.h5" <<'PY'
 import sys
 import h5py
 import numpy as np
 
-failed = []
-def check(cond, what):
-    (print("ok:", what) if cond else failed.append(what))
+from logcheck import check, finish
 
 for path, label in zip(sys.argv[1:3], ["undamped", "damped"]):
     f = h5py.File(path, "r")
@@ -49,8 +43,7 @@ for path, label in zip(sys.argv[1:3], ["undamped", "damped"]):
     else:
         ke_damped = f["/diagnostics/kinetic_energy"][-60:].mean()
 check(ke_damped < ke_undamped, f"damping lowers the final kinetic energy ({ke_damped:.4f} < {ke_undamped:.4f} J)")
-if failed:
-    sys.exit("FAILED: " + "; ".join(failed))
+finish()
 PY
 
 # elephant-with-holes.off is the elephant with about a fifth of its faces missing: the winding

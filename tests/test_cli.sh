@@ -1,26 +1,7 @@
 #!/usr/bin/env bash
 # The command line: exit codes and one-line messages for bad input, csm list and csm check.
-set -u
-csm=$1
-root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+source "$(dirname "$0")/lib.sh" "$@"
 
-# expect CODE PATTERN -- command...
-expect() {
-    local code=$1 pattern=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -eq "$code" ] && printf '%s' "$out" | grep -qE -- "$pattern"; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $* -> exit $rc (want $code), output: $out (want /$pattern/)"
-    fi
-}
 
 printf 'objects:\n  - shape: {type: box}\nsolver: {alpha: 3}\n' >"$tmp/bad.yaml"
 printf 'objects:\n  - shape: {type: box, size: [0.2, 0.2, 0.2]}\n    sampling: {spacing: 0.1}\ntime: {frames: 3}\n' >"$tmp/ok.yaml"
@@ -36,7 +17,7 @@ done
 expect 0 "alpha +real +default 0.5 in \[0, 1\]" -- "$csm" list
 expect 2 "bad.yaml:3: solver.alpha = 3 is outside \[0, 1\]" -- "$csm" check "$tmp/bad.yaml"
 expect 2 "bad.yaml:3: solver.alpha = 3 is outside" -- "$csm" run "$tmp/bad.yaml" -o "$tmp/bad.h5"
-[ ! -e "$tmp/bad.h5" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a log was left for a bad config"; }
+[ ! -e "$tmp/bad.h5" ] && pass_ || { fail_ "a log was left for a bad config"; }
 expect 2 "no particle inside the shape" -- "$csm" check "$tmp/empty.yaml"
 # solver.modulus: check reports the gains, and a step too coarse for the modulus
 expect 0 "solver.modulus = 500 Pa: alpha_c 0.2[0-9]* \.\. 0.2" -- "$csm" check "$root/tests/configs/cantilever.yaml"
@@ -54,13 +35,13 @@ expect 0 "csm info OUT.h5" -- "$csm" info --help
 # a note about an unused key is said once, not once per run of a sweep
 printf 'name: notes\ntime: {frames: 2}\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\nsolver: {integrator: pbd, alpha: 0.3}\nsweep:\n  solver.iterations: [1, 2, 3]\n' >"$tmp/notes.yaml"
 notes=$("$csm" sweep "$tmp/notes.yaml" -o "$tmp/notes" --jobs 1 2>&1 | grep -c "alpha is not used by pbd")
-[ "$notes" = 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the sweep said the unused-key note $notes times"; }
+[ "$notes" = 1 ] && pass_ || { fail_ "the sweep said the unused-key note $notes times"; }
 # a failed run names its status's kind after the full message, not a message cut at 60 characters
 printf 'name: fast\ntime: {frames: 3, max_speed: 0.001}\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\n    velocity: [1, 0, 0]\n' >"$tmp/fast.yaml"
 expect 1 "log \(status 'failed'\)" -- "$csm" run "$tmp/fast.yaml" -o "$tmp/fast.h5"
 # -o takes any path: a quote and a backslash in it are the file's name, not YAML
 expect 0 "sidecar: .*/q\"uo\\\\te.xmf" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/q\"uo\\te.h5"
-[ -s "$tmp/q\"uo\\te.h5" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the log with a quote in its name is missing"; }
+[ -s "$tmp/q\"uo\\te.h5" ] && pass_ || { fail_ "the log with a quote in its name is missing"; }
 # csm info on an HDF5 file that is not a csm log
 /usr/bin/python3 -c "import h5py; h5py.File('$tmp/plain.h5', 'w')['x'] = [1, 2, 3]"
 expect 2 "plain.h5: an HDF5 file, but not a csm log" -- "$csm" info "$tmp/plain.h5"
@@ -120,7 +101,7 @@ expect 2 "sub exists and is not an HDF5 log; --force overwrites only logs" -- "$
 # -o naming the config itself: --force never overwrites a config with a log
 cp "$tmp/ok.yaml" "$tmp/self.yaml"
 expect 2 "self.yaml exists and is not an HDF5 log" -- "$csm" run "$tmp/self.yaml" -o "$tmp/self.yaml" --force
-cmp -s "$tmp/ok.yaml" "$tmp/self.yaml" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: -o self.yaml --force changed the config"; }
+cmp -s "$tmp/ok.yaml" "$tmp/self.yaml" && pass_ || { fail_ "-o self.yaml --force changed the config"; }
 # name: is a file name
 printf 'name: ../../x\nobjects:\n  - shape: {type: box, size: [0.2, 0.2, 0.2]}\n    sampling: {spacing: 0.1}\n' >"$tmp/climb.yaml"
 expect 2 "climb.yaml:1: name = '../../x': a run's name becomes a file name" -- "$csm" run "$tmp/climb.yaml"
@@ -130,5 +111,4 @@ printf 'objects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {spacin
 expect 2 "dense.yaml:3: objects\[0\].sampling: spacing 1e-06 gives about 1e\+18 grid points" -- "$csm" check "$tmp/dense.yaml"
 expect 2 "cannot create the log: Permission denied" -- "$csm" run "$tmp/ok.yaml" -o /sys/csm_out.h5 --force
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -4,18 +4,7 @@
 # goals, cluster data, diagnostics and reclustering events (a hash over every dataset but the
 # timings). And `csm bench`: its scenes run, its CSV holds what it promises, and the final
 # state of a scene is the same for one and two threads.
-set -u
-csm=$1
-root=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # check NAME CONDITION...
-    local name=$1
-    shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
-}
+source "$(dirname "$0")/lib.sh" "$@"
 
 cfg="$root/tests/configs/recluster_bar.yaml"
 sets=(--set 'recluster={method: embedded, cond_max: 1.5, fade_out: 5, fade_in: 3}' --set output.goals=true)
@@ -49,7 +38,7 @@ check "--threads 1 and --threads 2 give the same bits ($h1 / $h2)" [ $same = yes
 # csm bench
 "$csm" bench bunny regions_5k --frames 3 --threads 1,2 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err"
 check "csm bench --csv runs" [ $? -eq 0 ]
-"$py" - "$tmp/bench.csv" <<'PYEOF' && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: bench csv"; }
+pylog "$tmp/bench.csv" <<'PYEOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [(r["scene"], r["threads"]) for r in rows] == [("bunny", "1"), ("bunny", "2"), ("regions_5k", "1"), ("regions_5k", "2")], rows
@@ -78,5 +67,4 @@ ok=no
 printf '%s' "$out" | grep -qE '^scale_2k +[0-9]+ +2197 ' && ok=yes
 check "scale_N of any N runs ($out)" [ $ok = yes ]
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

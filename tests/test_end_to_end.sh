@@ -1,20 +1,14 @@
 #!/usr/bin/env bash
 # csm run on the default experiment writes a log that h5py reads with the expected shapes, and
 # the dropped cube comes to rest above the ground plane.
-set -eu
-csm=$1
-root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh" "$@"
 "$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/drop.h5" >"$tmp/out.txt"
-/usr/bin/python3 - "$tmp/drop.h5" <<'PY'
+pylog "$tmp/drop.h5" <<'PY'
 import sys
 import h5py
 import numpy as np
 
-failed = []
-def check(cond, what):
-    (print("ok:", what) if cond else failed.append(what))
+from logcheck import check, finish
 
 f = h5py.File(sys.argv[1], "r")
 n = f["/rest/positions"].shape[0]
@@ -69,7 +63,7 @@ PY
 # Fixed summation order: bitwise-identical state for any thread count.
 "$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/t1.h5" --frames 30 --threads 1 >/dev/null
 "$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/t2.h5" --frames 30 --threads 2 >/dev/null
-/usr/bin/python3 - "$tmp/t1.h5" "$tmp/t2.h5" <<'PY'
+pylog "$tmp/t1.h5" "$tmp/t2.h5" <<'PY'
 import sys, h5py, numpy as np
 a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
 for name in ["/frames/positions", "/frames/velocities", "/clusters/R", "/diagnostics/elastic_energy"]:
@@ -87,7 +81,7 @@ for config in "$root"/experiments/configs/*.yaml; do
 done
 "$csm" run "$root/experiments/configs/drop_cube_strain_limited.yaml" -o "$tmp/s1.h5" --frames 20 --threads 1 >/dev/null
 "$csm" run "$root/experiments/configs/drop_cube_strain_limited.yaml" -o "$tmp/s2.h5" --frames 20 --threads 2 >/dev/null
-/usr/bin/python3 - "$tmp/s1.h5" "$tmp/s2.h5" "$tmp/exp_stretch_cube.h5" <<'PY'
+pylog "$tmp/s1.h5" "$tmp/s2.h5" "$tmp/exp_stretch_cube.h5" <<'PY'
 import sys, h5py, numpy as np
 a, b, c = (h5py.File(p, "r") for p in sys.argv[1:4])
 if not np.array_equal(a["/frames/positions"][:], b["/frames/positions"][:]):

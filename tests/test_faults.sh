@@ -4,18 +4,7 @@
 # size limit) stops the run with a message and keeps the frames before it; a blow-up stops the
 # run as failed, naming the particle and the frame; and `csm run --resume` continues any of
 # these logs to the same bits as a run never stopped.
-set -u
-csm=$1
-root=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # check NAME CONDITION...
-    local name=$1
-    shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
-}
+source "$(dirname "$0")/lib.sh" "$@"
 
 # Every dataset but the timings, byte for byte: prints "same" or what differs.
 compare() {
@@ -180,5 +169,4 @@ cp "$tmp/bar_linear.h5" "$tmp/moved.h5"
 check "resume refuses a log whose config builds other particles: exit 2" [ $? -eq 2 ]
 check "... and says so" grep -q "no longer builds the same particles" "$tmp/r3.txt"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
 # The XDMF sidecar opens in Debian's ParaView (pvpython) with every point and time step; skipped
 # (exit 77) where ParaView is not installed.
-set -eu
-csm=$1
-root=$2
+source "$(dirname "$0")/lib.sh" "$@"
 if ! command -v pvpython >/dev/null; then
     echo "pvpython not found: skipped"
     exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # a log name with the characters XML must escape: the sidecar stays valid and opens
 name="drop & <cube> 'a'"
 "$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/$name.h5" --frames 12 >/dev/null

@@ -3,25 +3,19 @@
 # the plastic bunny keeps a dent the elastic one does not, within its energy budget, with
 # cond(F^p) held at its limit; the lambda = 0.1 compressed beam (Falkenstein 2017 Sec 4) keeps a
 # plastic set and creates no energy; both keep det F^p = 1; the logs carry the plasticity datasets.
-set -eu
-csm=$1
-root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh" "$@"
 "$root/data/fetch_meshes.sh" --check
 "$csm" run "$root/experiments/configs/plastic_bunny.yaml" -o "$tmp/plastic.h5" >/dev/null
 "$csm" run "$root/experiments/configs/plastic_bunny.yaml" -o "$tmp/elastic.h5" --set plasticity.model=none >/dev/null 2>&1
 "$csm" run "$root/experiments/configs/beam_compress_elastic.yaml" -o "$tmp/beam.h5" >/dev/null
-PYTHONPATH="$root/experiments/analysis" /usr/bin/python3 - "$tmp" <<'PY'
+PYTHONPATH="$root/experiments/analysis" pylog "$tmp" <<'PY'
 import sys
 import h5py
 import numpy as np
 from plasticity import analyse, table
 
 tmp = sys.argv[1]
-failed = []
-def check(cond, what):
-    (print("ok:", what) if cond else failed.append(what))
+from logcheck import check, finish
 
 plastic, elastic, beam = (analyse(f"{tmp}/{name}.h5") for name in ("plastic", "elastic", "beam"))
 print(table([plastic, elastic, beam]))

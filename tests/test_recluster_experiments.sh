@@ -4,23 +4,17 @@
 # with `embedded` for the full 8 s keep every position finite, finish with status ok, keep
 # sum_c w_ic = 1 for every particle in every logged frame, bound cond(F^p), and record their
 # events; the Table 1 command prints a row for each.
-set -eu
-csm=$1
-root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh" "$@"
 "$csm" run "$root/experiments/configs/beam_compress_embedded.yaml" -o "$tmp/plastic.h5" --frames 240 >/dev/null
 "$csm" run "$root/experiments/configs/beam_compress_elastic_embedded.yaml" -o "$tmp/elastic.h5" >/dev/null
 /usr/bin/python3 "$root/experiments/analysis/timings.py" "$tmp/plastic.h5" "$tmp/elastic.h5"
-/usr/bin/python3 - "$tmp" <<'PY'
+pylog "$tmp" <<'PY'
 import sys
 import h5py
 import numpy as np
 
 tmp = sys.argv[1]
-failed = []
-def check(cond, what):
-    (print("ok:", what) if cond else failed.append(what))
+from logcheck import check, finish
 
 for name, frames in (("plastic", 121), ("elastic", 241)):
     with h5py.File(f"{tmp}/{name}.h5", "r") as f:
@@ -39,6 +33,5 @@ for name, frames in (("plastic", 121), ("elastic", 241)):
         check(bool((ev["embedding_iterations"][ev["kind"] == b"added"] >= 1).all()), f"{name}: every addition ran the embedding")
         cond = float(f["diagnostics/max_cond_Fp"][:].max())
         check(cond < 5, f"{name}: cond(F^p) stays bounded ({cond:.3g}; without reclustering the lambda = 0 beam reaches 8,980)")
-if failed:
-    sys.exit("FAILED: " + "; ".join(failed))
+finish()
 PY

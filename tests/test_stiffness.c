@@ -4,6 +4,7 @@
    cluster computed by hand, and a cantilever whose resting deflection no longer depends on the
    cluster count or the step. */
 #include "check.h"
+#include "sim_run.h"
 
 #include "commands.h"
 #include "config.h"
@@ -17,24 +18,14 @@
 
 #define CANTILEVER CSM_TEST_DIR "/configs/cantilever.yaml"
 
-typedef struct scene {
-    csm_config cfg;
-    csm_sim sim;
-} scene;
+typedef run scene;
 
 static void scene_start(scene *s, const char *text, const char *const *sets, int nsets)
 {
-    csm_register_builtins();
-    csm_error err;
-    if (csm_config_load_text("stiffness.yaml", text, sets, nsets, &s->cfg, &err)) fail_msg("%s", err.msg);
-    if (csm_sim_create(&s->cfg, &s->sim, &err)) fail_msg("%s", err.msg);
+    run_start_text(s, "stiffness.yaml", text, sets, nsets);
 }
 
-static void scene_stop(scene *s)
-{
-    csm_sim_destroy(&s->sim);
-    csm_config_free(&s->cfg);
-}
+static void scene_stop(scene *s) { run_stop(s); }
 
 /* A block of side 1 and mass 2 sampled on a symmetric grid, sheared by `deform`. */
 static const char *block =

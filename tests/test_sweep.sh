@@ -1,21 +1,8 @@
 #!/usr/bin/env bash
 # csm sweep: expansion, overrides, stable hashes, resume, shards, failed runs, interruption; and
 # the analysis scripts (compare, convergence, timings, render) on the sweep they produce.
-set -u
-csm=$1
-root=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh" "$@"
 cd "$tmp" || exit 1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { # message command...
-    local msg=$1
-    shift
-    if "$@"; then ok; else bad "$msg"; fi
-}
 
 cat >tiny.yaml <<'EOF'
 name: tiny
@@ -73,7 +60,7 @@ check "index has a header and 6 rows" [ "$(wc -l <out/tiny/index.csv)" -eq 7 ]
 check "index header" [ "$(head -1 out/tiny/index.csv)" = "run,clustering.count,solver.rotation,status,frames,wall_s,path" ]
 check "every run ok with 7 frames" [ "$(tail -n +2 out/tiny/index.csv | cut -d, -f4,5 | sort -u)" = "ok,7" ]
 check "no partial logs left" [ -z "$(ls out/tiny/.partial)" ]
-$py - out/tiny <<'EOF' && ok || bad "logs do not hold their swept values"
+$py - out/tiny <<'EOF' && pass_ || fail_ "logs do not hold their swept values"
 import csv, sys, h5py
 rows = list(csv.DictReader(open(sys.argv[1] + "/index.csv")))
 for r in rows:
@@ -121,16 +108,16 @@ check "the other run is ok" grep -q ',3,ok,5,' out/f/index.csv
 printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: [0.5, 7]\n' >badvalue.yaml
 out=$("$csm" sweep badvalue.yaml -o out/bad 2>&1)
 check "out-of-range swept value: exit 2" [ $? -eq 2 ]
-echo "$out" | grep -q "badvalue.yaml:4: sweep solver.alpha = 7: solver.alpha = 7 is outside \[0, 1\]" && ok || bad "message: $out"
+echo "$out" | grep -q "badvalue.yaml:4: sweep solver.alpha = 7: solver.alpha = 7 is outside \[0, 1\]" && pass_ || fail_ "message: $out"
 check "nothing written for a bad sweep" [ ! -e out/bad ]
 printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: []\n' >empty.yaml
 out=$("$csm" sweep empty.yaml 2>&1)
 check "empty sweep list: exit 2" [ $? -eq 2 ]
-echo "$out" | grep -q "empty.yaml:4: sweep.solver.alpha is an empty list" && ok || bad "message: $out"
+echo "$out" | grep -q "empty.yaml:4: sweep.solver.alpha is an empty list" && pass_ || fail_ "message: $out"
 printf 'objects:\n  - shape: {type: box}\nsweep: [1, 2]\n' >notmap.yaml
 out=$("$csm" sweep notmap.yaml 2>&1)
 check "a sweep that is not a mapping: exit 2" [ $? -eq 2 ]
-echo "$out" | grep -q "notmap.yaml:3: sweep must be a mapping" && ok || bad "message: $out"
+echo "$out" | grep -q "notmap.yaml:3: sweep must be a mapping" && pass_ || fail_ "message: $out"
 
 # SIGTERM stops the sweep: its runs close their logs as interrupted, exit 130, a rerun redoes them
 cat >long.yaml <<'EOF'
@@ -156,13 +143,13 @@ check "the interrupted logs are kept" [ "$(ls out/long/*.h5 | wc -l)" -eq 2 ]
 # analysis scripts on the tiny sweep
 export MPLBACKEND=Agg
 $py "$root/experiments/analysis/compare.py" out/tiny -q kinetic_energy -q angular_momentum.z -q displacement:3 -o plots/compare >compare.txt 2>&1 ||
-    bad "compare.py: $(cat compare.txt)"
+    fail_ "compare.py: $(cat compare.txt)"
 check "compare.py writes PNG and PDF" [ -s plots/compare.png -a -s plots/compare.pdf ]
 check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' compare.txt)" -eq 18 ]
 $py "$root/experiments/analysis/convergence.py" out/tiny --where rotation=polar_apq -o plots/convergence >conv.txt 2>&1 ||
-    bad "convergence.py: $(cat conv.txt)"
+    fail_ "convergence.py: $(cat conv.txt)"
 # one sweep per folder: a second sweep into a folder a sweep is writing is refused, before it runs
-# anything, and so is a shard of it; the first finishes with every run ok
+# anything, and so is a shard of it; the first finishes with every run pass_
 printf 'name: slow\ntime: {dt: 0.0166667, frames: 400, substeps: 4}\nobjects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {type: grid, spacing: 0.1}\nsweep:\n  solver.alpha: [0.1, 0.2]\n' >slow.yaml
 "$csm" sweep slow.yaml -o out/slow --jobs 1 >slow_a.txt 2>&1 &
 first=$!
@@ -183,19 +170,18 @@ check "convergence.py refuses runs that differ in another swept key" \
     sh -c "! $py '$root/experiments/analysis/convergence.py' out/tiny -o plots/pooled 2>&1 | grep -q 'observed rate'"
 check "convergence.py writes its plot" [ -s plots/convergence.png -a -s plots/convergence.pdf ]
 check "convergence.py reports a rate" grep -q "observed rate: error ~ clusters^" conv.txt
-$py "$root/experiments/analysis/timings.py" out/tiny >timings.txt 2>&1 || bad "timings.py: $(cat timings.txt)"
+$py "$root/experiments/analysis/timings.py" out/tiny >timings.txt 2>&1 || fail_ "timings.py: $(cat timings.txt)"
 check "timings.py prints a row per run" [ "$(grep -c '^| count=' timings.txt)" -eq 6 ]
 log=out/tiny/$(sed -n 2p out/tiny/index.csv | cut -d, -f1).h5
 $py "$root/experiments/analysis/render.py" "$log" --frames 0,-1 --color nearest -o plots/tiny >render.txt 2>&1 ||
-    bad "render.py: $(cat render.txt)"
+    fail_ "render.py: $(cat render.txt)"
 check "render.py writes both frames" [ -s plots/tiny_00000.png -a -s plots/tiny_00006.png ]
 $py "$root/experiments/analysis/render.py" "$log" --frames -1 --color speed --view iso -o plots/speed >>render.txt 2>&1 ||
-    bad "render.py --color speed: $(cat render.txt)"
+    fail_ "render.py --color speed: $(cat render.txt)"
 check "render.py by speed" [ -s plots/speed_00006.png ]
 if command -v ffmpeg >/dev/null; then
-    $py "$root/experiments/analysis/render.py" "$log" --movie plots/tiny.mp4 --fps 10 >>render.txt 2>&1 || bad "render.py --movie"
+    $py "$root/experiments/analysis/render.py" "$log" --movie plots/tiny.mp4 --fps 10 >>render.txt 2>&1 || fail_ "render.py --movie"
     check "render.py writes a movie" [ -s plots/tiny.mp4 ]
 fi
 
-echo "sweep: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

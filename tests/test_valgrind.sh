@@ -2,28 +2,21 @@
 # Valgrind memcheck over one short experiment: a plastic bar that reclusters (run), the same log
 # continued (csm run --resume) and read back (csm info). Any invalid access, use of an
 # uninitialised value, or memory leaked for good fails the test.
-set -u
-csm=$1
-root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+source "$(dirname "$0")/lib.sh" "$@"
 vg=(valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --quiet)
-check() { # check NAME COMMAND...: exit 0 and no report from memcheck
+vgcheck() { # vgcheck NAME COMMAND...: exit 0 and no report from memcheck
     local name=$1
     shift
     if "${vg[@]}" "$@" >"$tmp/out" 2>&1; then
-        pass=$((pass + 1))
+        pass_
     else
-        fail=$((fail + 1))
-        echo "FAIL: $name"
+        fail_ "$name"
         tail -30 "$tmp/out"
     fi
 }
 cfg="$root/tests/configs/recluster_bar.yaml"
-check "csm run" "$csm" run "$cfg" --set 'recluster={method: embedded, cond_max: 1.5, fade_out: 5, fade_in: 3}' \
+vgcheck "csm run" "$csm" run "$cfg" --set 'recluster={method: embedded, cond_max: 1.5, fade_out: 5, fade_in: 3}' \
     --frames 10 --threads 1 -o "$tmp/bar.h5"
-check "csm run --resume" "$csm" run --resume "$tmp/bar.h5" --frames 14 --threads 1
-check "csm info" "$csm" info "$tmp/bar.h5"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+vgcheck "csm run --resume" "$csm" run --resume "$tmp/bar.h5" --frames 14 --threads 1
+vgcheck "csm info" "$csm" info "$tmp/bar.h5"
+finish
