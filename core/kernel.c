@@ -1,6 +1,6 @@
 #include "kernel.h"
 
-#include "config.h"
+#include "modes.h"
 #include "csm_math.h"
 
 #include <math.h>
@@ -11,37 +11,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* Müller 2005 quadratic mode (report Sec 4): A~ = A~_pq A~_qq^-1 over q~ = (p, q2(p) - qmean) (3x9),
-   goals from beta A~ + (1 - beta) [R F^p, 0]. The fit is over the rest offsets p, so with
-   plasticity the rigid part still carries F^p (Eq 16) and beta = 0 is exactly the rigid mode. */
-static void quadratic_fit(const csm_world *w, csm_clusters *C, const double *x, const double com[3], int32_t c)
-{
-    const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
-    double Axq[27] = {0}, A[27] = {0};
-    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
-        const double *xi = &x[3 * C->member[j]], *p = &C->p[3 * j];
-        double t[9], wm = C->wmass[j];
-        csm_quad_terms(p, &t[3]);
-        for (int a = 0; a < 3; a++) t[a] = p[a];
-        for (int a = 0; a < 6; a++) t[3 + a] -= mean[a];
-        for (int r = 0; r < 3; r++) {
-            double d = wm * (xi[r] - com[r]);
-            for (int a = 0; a < 9; a++) Axq[9 * r + a] += d * t[a];
-        }
-    }
-    for (int r = 0; r < 3; r++)
-        for (int b = 0; b < 9; b++) {
-            double sum = 0;
-            for (int a = 0; a < 9; a++) sum += Axq[9 * r + a] * inv[9 * a + b];
-            A[9 * r + b] = sum;
-        }
-    double *T = &C->T[9 * c], *Q = &C->Q[18 * c], beta = w->beta;
-    for (int r = 0; r < 3; r++) {
-        for (int a = 0; a < 3; a++) T[3 * r + a] = beta * A[9 * r + a] + (1.0 - beta) * T[3 * r + a];
-        for (int a = 0; a < 6; a++) Q[6 * r + a] = beta * A[9 * r + 3 + a];
-    }
-}
 
 void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9])
 {
@@ -129,36 +98,21 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     }
     w->rotation->extract(&polar, Apq, Fe, R);
     if (w->mode == CSM_MODE_LINEAR && C->rank[c] == 3 && csm_m3_det(Fe) > 0) {
-        /* Müller 2005 linear mode (report Sec 4): goals from beta A + (1 - beta) R, A = F^e / cbrt(det F^e) so the
-           linear part keeps volume; F^e is Müller's A_pq A_qq^-1 of the plastic rest shape
-           q = F^p p. A planar or inverted cluster has no volume to keep and stays rigid. */
-        double s3 = cbrt(csm_m3_det(Fe)), B[9];
-        for (int a = 0; a < 9; a++) B[a] = w->beta * Fe[a] / s3 + (1.0 - w->beta) * R[a];
-        csm_m3_mul(B, Fp, T);
+        csm_mode_linear(w->beta, Fe, R, Fp, T);
     } else if (elastic) {
         memcpy(T, R, 9 * sizeof *T);
     } else {
         csm_m3_mul(R, Fp, T); /* Eq 16: g = R F^p p + xbar */
     }
-    if (C->Q) quadratic_fit(w, C, x, com, c);
+    if (C->Q) csm_mode_quadratic(w->beta, C, x, com, c);
     C->com[3 * c] = com[0];
     C->com[3 * c + 1] = com[1];
     C->com[3 * c + 2] = com[2];
 }
 
-static void quadratic_ready(csm_world *w)
-{
-    csm_clusters *C = &w->C;
-    if (w->mode == CSM_MODE_QUADRATIC && !C->Q && csm_clusters_quadratic(C)) {
-        /* once per clustering; the only allocation a fit may make */
-        fprintf(stderr, "csm: out of memory for the quadratic fit of %d clusters\n", C->k);
-        abort();
-    }
-}
-
 void csm_fit_all(csm_world *w, const double *x)
 {
-    quadratic_ready(w);
+    csm_mode_ready(w);
     csm_clusters *C = &w->C;
     int32_t k = C->k;
 #pragma omp parallel for schedule(static)
@@ -265,7 +219,7 @@ void csm_goals_all(csm_world *w, const double *x, double gamma, double *out)
 
 void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
 {
-    quadratic_ready(w);
+    csm_mode_ready(w);
     csm_clusters *C = &w->C;
     int32_t k = C->k;
 #pragma omp parallel
@@ -440,7 +394,7 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
         csm_fit_goals_all(w, x, pass->gamma, out);
         return;
     }
-    quadratic_ready(w);
+    csm_mode_ready(w);
     csm_clusters *C = &w->C;
     int32_t k = C->k;
     int project = conserve != CSM_CONSERVE_NONE;
