@@ -6,6 +6,7 @@
    swept values, status, frames, wall time and log. `--shard K/N` (or a Slurm job array) runs
    every N-th run. */
 #include "commands.h"
+#include "args.h"
 #include "lock.h"
 
 #include "config.h"
@@ -36,6 +37,7 @@ typedef struct sweep_args {
     int nsets;
     int jobs, threads, list, shard_k, shard_n;
     char frames_set[64];
+    csm_args args; /* owns sets */
 } sweep_args;
 
 typedef struct sweep {
@@ -100,18 +102,6 @@ static int cores(void)
     return n < 1 ? 1 : (int)n;
 }
 
-static int parse_count(const char *opt, const char *text, int min, int *out)
-{
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (!*text || *end || v < min || v > 1000000) {
-        fprintf(stderr, "csm: %s %s: expected an integer of at least %d\n", opt, text, min);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_shard(const char *what, const char *k, const char *n, int *sk, int *sn)
 {
     char *e1, *e2;
@@ -129,52 +119,34 @@ static int parse_args(int argc, char **argv, sweep_args *a)
 {
     memset(a, 0, sizeof *a);
     a->shard_n = 1;
-    a->sets = calloc((size_t)argc + 2, sizeof *a->sets);
-    if (!a->sets) abort();
-    int have_shard = 0;
-    for (int k = 1; k < argc; k++) {
-        const char *s = argv[k], *next = k + 1 < argc ? argv[k + 1] : NULL;
-        if (!strcmp(s, "--set") && next) {
-            a->sets[a->nsets++] = argv[++k];
-        } else if (!strncmp(s, "--set=", 6)) {
-            a->sets[a->nsets++] = s + 6;
-        } else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && next) {
-            a->dir = argv[++k];
-        } else if (!strcmp(s, "--frames") && next) {
-            int f;
-            if (parse_count(s, argv[++k], 0, &f)) return -1;
-            snprintf(a->frames_set, sizeof a->frames_set, "time.frames=%d", f);
-        } else if (!strcmp(s, "--jobs") && next) {
-            if (parse_count(s, argv[++k], 1, &a->jobs)) return -1;
-        } else if (!strcmp(s, "--threads") && next) {
-            if (parse_count(s, argv[++k], 1, &a->threads)) return -1;
-            if (a->threads > csm_threads_max()) {
-                fprintf(stderr, "csm: --threads %d: expected an integer from 1 to %d (four per processor, at least 64)\n",
-                        a->threads, csm_threads_max());
-                return -1;
-            }
-        } else if (!strcmp(s, "--shard") && next) {
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s", argv[++k]);
-            char *slash = strchr(buf, '/');
-            if (!slash) {
-                fprintf(stderr, "csm: --shard %s: expected K/N\n", buf);
-                return -1;
-            }
-            *slash = '\0';
-            if (parse_shard("--shard", buf, slash + 1, &a->shard_k, &a->shard_n)) return -1;
-            have_shard = 1;
-        } else if (!strcmp(s, "--list")) {
-            a->list = 1;
-        } else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "csm: unknown or incomplete option '%s'\n", s);
-            return -1;
-        } else if (!a->config) {
-            a->config = s;
-        } else {
-            fprintf(stderr, "csm: unexpected argument '%s'\n", s);
+    int frames = -1;
+    const char *shard = NULL;
+    const csm_arg options[] = {
+        {"-o", "--output", CSM_ARG_TEXT, &a->dir, 0, NULL},
+        {"--frames", NULL, CSM_ARG_COUNT, &frames, 0, NULL},
+        {"--jobs", NULL, CSM_ARG_COUNT, &a->jobs, 1, NULL},
+        {"--threads", NULL, CSM_ARG_THREADS, &a->threads, 0, NULL},
+        {"--shard", NULL, CSM_ARG_TEXT, &shard, 0, NULL},
+        {"--list", NULL, CSM_ARG_FLAG, &a->list, 0, NULL},
+        {NULL, NULL, 0, NULL, 0, NULL},
+    };
+    int rc = csm_args_parse(argc, argv, options, 1, &a->args);
+    a->sets = a->args.sets;
+    a->nsets = a->args.nsets;
+    a->config = a->args.npositional ? a->args.positional[0] : NULL;
+    if (rc) return -1;
+    if (frames >= 0) snprintf(a->frames_set, sizeof a->frames_set, "time.frames=%d", frames);
+    int have_shard = shard != NULL;
+    if (shard) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", shard);
+        char *slash = strchr(buf, '/');
+        if (!slash) {
+            fprintf(stderr, "csm: --shard %s: expected K/N\n", buf);
             return -1;
         }
+        *slash = '\0';
+        if (parse_shard("--shard", buf, slash + 1, &a->shard_k, &a->shard_n)) return -1;
     }
     if (!a->config) {
         fprintf(stderr, "csm: missing CONFIG\n");
@@ -576,7 +548,7 @@ int csm_cmd_sweep(int argc, char **argv)
     sweep s;
     memset(&s, 0, sizeof s);
     if (parse_args(argc, argv, &s.a)) {
-        free(s.a.sets);
+        csm_args_free(&s.a.args);
         fprintf(stderr, "%s\n", usage_line);
         return 2;
     }
@@ -584,7 +556,7 @@ int csm_cmd_sweep(int argc, char **argv)
     int rc = 2;
     if (csm_config_load(s.a.config, s.a.sets, s.a.nsets, &s.base, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
-        free(s.a.sets);
+        csm_args_free(&s.a.args);
         return err.code ? err.code : 2;
     }
     if (s.a.dir) snprintf(s.dir, sizeof s.dir, "%s", s.a.dir);
@@ -643,6 +615,6 @@ done:
     for (int i = 0; i < s.nruns; i++) free(s.runs[i].pick);
     free(s.runs);
     csm_config_free(&s.base);
-    free(s.a.sets);
+    csm_args_free(&s.a.args);
     return rc;
 }

@@ -1,6 +1,6 @@
-/* csm bench: per-stage timings of named scenes built in code (no config files needed).
+/* csm bench: per-stage timings of named scenes.
 
-   Each scene is a config held in memory, run without a log: warm-up frames, then a fixed number
+   Each scene is a shipped config with overrides, run without a log: warm-up frames, then a fixed number
    of measured frames (fixed, so that the final state can be compared bit for bit across thread
    counts). Reported per scene: particles, clusters, memberships, ms/frame per stage of
    Falkenstein 2017 Table 1 (median, 10th-90th percentile, mean), nanoseconds per membership per
@@ -8,6 +8,7 @@
    goal passes a frame makes and the memberships each pass visits), the peak resident memory and
    a hash of the final positions and velocities. */
 #include "commands.h"
+#include "args.h"
 #include "config.h"
 #include "csm_version.h"
 #include "kernel.h"
@@ -25,56 +26,42 @@
 #define CSM_SOURCE_DIR "."
 #endif
 
+/* A scene is a shipped config (experiments/configs/) and overrides: the bench measures what
+   the experiments run. The scenes keep the default solver.conserve (angular), which the paper
+   configs turn off. */
 typedef struct scene {
     const char *name;
     const char *what;
-    int warmup, frames; /* frames run before measuring, frames measured */
+    const char *config;      /* under experiments/configs/ */
+    const char *const *sets; /* overrides, NULL-terminated */
+    int warmup, frames;      /* frames run before measuring, frames measured */
 } scene;
+
+static const char *const default_conserve[] = {"solver.conserve=angular", NULL};
 
 static const scene scenes[] = {
     {"bunny", "Bargteil-Jones 2014 bunny: 2,020 particles, 26 random-radius clusters, strain-limited, 5 iterations",
-     30, 300},
+     "bunny.yaml", default_conserve, 30, 300},
     {"beam", "Falkenstein 2017 Table 1 beam without reclustering: 5,317 particles, 200 clusters, strain-limited, "
              "5 iterations, plastic (lambda 0), compressed",
-     30, 150},
+     "beam_compress.yaml", default_conserve, 30, 150},
     {"beam_recluster", "the same beam with `embedded` reclustering (Table 1 \"our algorithm\"): the 4 s of "
                        "compression and 20 frames after (at 4.5 s lambda = 0 reclustering runs away)",
-     0, 260},
+     "beam_compress_embedded.yaml", default_conserve, 0, 260},
     {"regions_5k", "17^3 grid, per-particle regions of radius 1.75 (Bender's region-based setting), shape matching, "
                    "one goal pass per frame, falling onto the ground",
-     30, 300},
-    {"scale_10k", "box of 10,648 grid particles, random-radius clusters of ~30 members, strain-limited", 10, 100},
-    {"scale_100k", "box of 103,823 grid particles, random-radius clusters of ~30 members, strain-limited", 3, 20},
-    {"scale_1M", "box of 1,000,000 grid particles, random-radius clusters of ~30 members, strain-limited", 1, 5},
+     "regions.yaml", NULL, 30, 300},
+    {"scale_10k", "box of 10,648 grid particles, random-radius clusters of ~30 members, strain-limited", "scale.yaml",
+     NULL, 10, 100},
+    {"scale_100k", "box of 103,823 grid particles, random-radius clusters of ~30 members, strain-limited",
+     "scale.yaml", NULL, 3, 20},
+    {"scale_1M", "box of 1,000,000 grid particles, random-radius clusters of ~30 members, strain-limited",
+     "scale.yaml", NULL, 1, 5},
 };
 enum { NSCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 /* run when no scene is named: everything but the minute-long scale_1M */
 static const char *const default_scenes[] = {"bunny", "beam", "beam_recluster", "regions_5k", "scale_10k",
                                              "scale_100k", NULL};
-
-typedef struct buf {
-    char *s;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int len = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (len < 0) abort();
-        if (b->s && b->n + (size_t)len < b->cap) {
-            b->n += (size_t)len;
-            return;
-        }
-        b->cap = 2 * (b->n + (size_t)len + 256);
-        b->s = realloc(b->s, b->cap);
-        if (!b->s) abort();
-    }
-}
 
 static const char *bunny_mesh(void)
 {
@@ -97,73 +84,37 @@ static int64_t scale_count(const char *name)
     return (int64_t)llround(v);
 }
 
-/* The scene's config text into b; returns 0, or -1 for an unknown name. `note` says what stands
-   in for a missing file. */
-static int scene_yaml(const char *name, buf *b, const char **note)
+/* A shipped config: from the working folder, else from the sources csm was built from. */
+static const char *config_path(const char *file, char *buf, size_t size)
 {
+    snprintf(buf, size, "experiments/configs/%s", file);
+    if (access(buf, R_OK) == 0) return buf;
+    snprintf(buf, size, "%s/experiments/configs/%s", CSM_SOURCE_DIR, file);
+    return buf;
+}
+
+/* The scene's overrides into sets (room for 8; made strings in text); `note` says what stands
+   in for a missing file. */
+static int scene_sets(const char *name, const scene *sc, const char **sets, char text[][160], const char **note)
+{
+    int n = 0;
     *note = NULL;
-    const char *strain_limited = "solver: {integrator: strain_limited, rotation: polar_f, alpha: 0.5, gamma: 0.5, "
-                                 "iterations: 5}\n";
-    put(b, "name: bench_%s\nseed: %d\n", name, strncmp(name, "beam", 4) ? 5 : 3);
-    if (!strcmp(name, "bunny")) {
-        /* experiments/configs/bunny.yaml */
-        const char *mesh = bunny_mesh();
-        put(b, "time: {dt: 0.0166667, frames: 1, substeps: 1}\nobjects:\n");
-        if (mesh) {
-            put(b, "  - shape: {type: mesh, path: '%s', fit: unit_box}\n", mesh);
-        } else {
-            put(b, "  - shape: {type: sphere, radius: 0.5}\n");
-            *note = "no data/meshes/bunny00.off (data/fetch_meshes.sh): a ball of the same particle count";
-        }
-        put(b, "    sampling: {type: poisson, particles: 2020}\n    mass: 1.0\n    position: [0, 1.2, 0]\n"
-               "    velocity: [0.5, 0, 0]\n    angular_velocity: [0, 0, 1]\n"
-               "clustering: {method: random_radius, radius: 0.22}\n"
-               "solver: {integrator: strain_limited, rotation: polar_f, alpha: 0.5, gamma: 0.2, iterations: 5}\n"
-               "forces: [{type: gravity}]\n"
-               "colliders: [{type: plane, normal: [0, 1, 0], offset: 0, restitution: 0.5, friction: 0.3}]\n");
-        return 0;
-    }
-    if (!strcmp(name, "beam") || !strcmp(name, "beam_recluster")) {
-        /* experiments/configs/beam_compress.yaml and beam_compress_embedded.yaml */
-        put(b, "time: {dt: 0.0166667, frames: 1, substeps: 1}\n"
-               "objects:\n  - shape: {type: box, size: [4, 1, 1]}\n    sampling: {type: poisson, particles: 5317}\n"
-               "    density: 1000\n"
-               "clustering: {method: fuzzy_cmeans, count: 200}\n%s"
-               "plasticity: {model: jones2016, yield: 0.0, flow_rate: 1.0, hardening: 0.0}\n"
-               "forces: [{type: compress, scale: 0.1, axis: x, until: 4.0}]\n",
-            strain_limited);
-        if (!strcmp(name, "beam_recluster"))
-            put(b, "recluster: {method: embedded, cond_max: 2.0, fade_out: 30, fade_in: 10, embedding: nonlinear}\n");
-        return 0;
-    }
-    if (!strcmp(name, "regions_5k")) {
-        put(b, "time: {dt: 0.0166667, frames: 1, substeps: 1}\n"
-               "objects:\n  - shape: {type: box, size: [16, 16, 16]}\n    sampling: {type: grid, spacing: 1}\n"
-               "    mass: 1.0\n    position: [0, 10, 0]\n"
-               "clustering: {method: per_particle, radius: 1.75}\n"
-               "solver: {integrator: shape_matching, rotation: polar_apq, alpha: 0.5}\n"
-               "forces: [{type: gravity}]\n"
-               "colliders: [{type: plane, normal: [0, 1, 0], offset: 0, restitution: 0.0, friction: 0.3}]\n");
-        return 0;
+    for (const char *const *o = sc->sets; o && *o; o++) sets[n++] = *o;
+    if (!strcmp(name, "bunny") && !bunny_mesh()) {
+        sets[n++] = "objects.0.shape={type: sphere, radius: 0.5}";
+        *note = "no data/meshes/bunny00.off (data/fetch_meshes.sh): a ball of the same particle count";
     }
     int64_t count = scale_count(name);
     if (count > 0) {
-        /* a cube of side s grid points, spacing 0.1; clusters of radius 0.2 hold about 30 */
-        int64_t s = (int64_t)ceil(cbrt((double)count) - 1e-9);
-        int coverage = 2;
-        double h = 0.1;
-        put(b, "time: {dt: 0.0166667, frames: 1, substeps: 1}\n"
-               "objects:\n  - shape: {type: box, size: [%.17g, %.17g, %.17g]}\n"
-               "    sampling: {type: grid, spacing: %g}\n    mass: 1.0\n    position: [0, %.17g, 0]\n"
-               "    angular_velocity: [0, 0, 1]\n"
-               "clustering: {method: random_radius, radius: %g, coverage: %d}\n%s"
-               "forces: [{type: gravity}]\n"
-               "colliders: [{type: plane, normal: [0, 1, 0], offset: 0, restitution: 0.5, friction: 0.3}]\n",
-            (double)(s - 1) * h, (double)(s - 1) * h, (double)(s - 1) * h, h, (double)s * h, 1.95 * h, coverage,
-            strain_limited);
-        return 0;
+        /* a cube of side s grid points, spacing 0.1, resting its height above the ground */
+        int64_t side = (int64_t)ceil(cbrt((double)count) - 1e-9);
+        double h = 0.1, edge = (double)(side - 1) * h;
+        snprintf(text[0], 160, "objects.0.shape.size=[%.17g, %.17g, %.17g]", edge, edge, edge);
+        snprintf(text[1], 160, "objects.0.position=[0, %.17g, 0]", (double)side * h);
+        sets[n++] = text[0];
+        sets[n++] = text[1];
     }
-    return -1;
+    return n;
 }
 
 static const scene *scene_find(const char *name)
@@ -252,15 +203,17 @@ static double passes_per_step(const csm_config *cfg)
 static int run_scene(const char *name, int threads, int frames_override, result *r)
 {
     const scene *sc = scene_find(name);
-    scene defaults = {name, "", 3, 20};
-    if (!sc) sc = &defaults; /* a scale_N of another N */
+    scene defaults = {name, "", "scale.yaml", NULL, 3, 20};
+    if (!sc && scale_count(name)) sc = &defaults; /* a scale_N of another N */
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
-    buf text = {0};
-    if (scene_yaml(name, &text, &r->note)) {
+    if (!sc) {
         fprintf(stderr, "csm: bench: unknown scene '%s' (bunny, beam, beam_recluster, regions_5k, scale_N)\n", name);
         return 2;
     }
+    const char *sets[8];
+    char text[2][160], path[4096];
+    int nsets = scene_sets(name, sc, sets, text, &r->note);
     csm_set_threads(threads);
     r->threads = csm_get_threads();
     peak_reset();
@@ -268,14 +221,10 @@ static int run_scene(const char *name, int threads, int frames_override, result 
     csm_config cfg;
     csm_sim sim;
     csm_error err = {{0}, 0};
-    char label[96];
-    snprintf(label, sizeof label, "bench:%s", name);
-    if (csm_config_load_text(label, text.s, NULL, 0, &cfg, &err)) {
-        free(text.s);
-        fprintf(stderr, "csm: %s\n", err.msg);
+    if (csm_config_load(config_path(sc->config, path, sizeof path), sets, nsets, &cfg, &err)) {
+        fprintf(stderr, "csm: bench %s: %s\n", name, err.msg);
         return err.code ? err.code : 1;
     }
-    free(text.s);
     if (csm_sim_create(&cfg, &sim, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
         csm_config_free(&cfg);
@@ -373,22 +322,6 @@ static void machine_line(const char *prefix)
            sysconf(_SC_NPROCESSORS_ONLN), csm_get_threads());
 }
 
-/* "1,2" into threads[]; returns the count or -1. */
-static int parse_threads(const char *s, int *threads, int cap)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1 || v > csm_threads_max() || n == cap) return -1;
-        threads[n++] = (int)v;
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        s = end;
-    }
-    return n ? n : -1;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: csm bench [SCENE...] [--threads N[,N...]] [--frames N] [--csv] [--scaling] [--list]\n");
@@ -428,58 +361,43 @@ static int scaling_report(int csv, int frames)
 
 int csm_cmd_bench(int argc, char **argv)
 {
+    int csv = 0, scaling = 0, list = 0, frames = 0, threads[16] = {0}, nthreads = 1;
+    const csm_arg options[] = {
+        {"--csv", NULL, CSM_ARG_FLAG, &csv, 0, NULL},
+        {"--scaling", NULL, CSM_ARG_FLAG, &scaling, 0, NULL},
+        {"--list", NULL, CSM_ARG_FLAG, &list, 0, NULL},
+        {"--frames", NULL, CSM_ARG_COUNT, &frames, 1, NULL},
+        {"--threads", NULL, CSM_ARG_THREAD_LIST, threads, 16, &nthreads},
+        {NULL, NULL, 0, NULL, 0, NULL},
+    };
+    csm_args args;
+    if (csm_args_parse(argc, argv, options, -1, &args) || args.nsets) {
+        if (args.nsets) fprintf(stderr, "csm: bench: scenes take no --set (csm run does)\n");
+        usage(stderr);
+        csm_args_free(&args);
+        return 2;
+    }
+    if (list) {
+        for (int j = 0; j < NSCENES; j++) printf("%-15s %s\n", scenes[j].name, scenes[j].what);
+        printf("%-15s %s\n", "scale_N", "any particle count N (e.g. scale_3k, scale_300k), as scale_10k");
+        csm_args_free(&args);
+        return 0;
+    }
     size_t ndefault = sizeof default_scenes / sizeof default_scenes[0];
     const char **names = calloc((size_t)argc + ndefault, sizeof *names);
     if (!names) abort();
-    int nnames = 0, csv = 0, scaling = 0, frames = 0, threads[16], nthreads = 1;
-    threads[0] = 0;
-    for (int k = 1; k < argc; k++) {
-        const char *s = argv[k], *next = k + 1 < argc ? argv[k + 1] : NULL;
-        if (!strcmp(s, "--csv")) {
-            csv = 1;
-        } else if (!strcmp(s, "--scaling")) {
-            scaling = 1;
-        } else if (!strcmp(s, "--threads") && next) {
-            nthreads = parse_threads(next, threads, 16);
-            if (nthreads < 0) {
-                fprintf(stderr, "csm: bench: --threads %s: expected integers from 1 to %d separated by commas\n", next,
-                        csm_threads_max());
-                free(names);
-                return 2;
-            }
-            k++;
-        } else if (!strcmp(s, "--frames") && next) {
-            char *end;
-            frames = (int)strtol(next, &end, 10);
-            if (*end || frames < 1) {
-                fprintf(stderr, "csm: bench: --frames %s: expected a positive integer\n", next);
-                free(names);
-                return 2;
-            }
-            k++;
-        } else if (!strcmp(s, "--list")) {
-            for (int j = 0; j < NSCENES; j++) printf("%-15s %s\n", scenes[j].name, scenes[j].what);
-            printf("%-15s %s\n", "scale_N", "any particle count N (e.g. scale_3k, scale_300k), as scale_10k");
+    int nnames = 0;
+    for (int k = 0; k < args.npositional; k++) {
+        const char *s = args.positional[k];
+        if (!scene_find(s) && !scale_count(s)) {
+            fprintf(stderr, "csm: bench: unknown scene '%s' (csm bench --list)\n", s);
             free(names);
-            return 0;
-        } else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            usage(stdout);
-            free(names);
-            return 0;
-        } else if (s[0] == '-') {
-            fprintf(stderr, "csm: bench: unknown option '%s'\n", s);
-            usage(stderr);
-            free(names);
+            csm_args_free(&args);
             return 2;
-        } else {
-            if (!scene_find(s) && !scale_count(s)) {
-                fprintf(stderr, "csm: bench: unknown scene '%s' (csm bench --list)\n", s);
-                free(names);
-                return 2;
-            }
-            names[nnames++] = s;
         }
+        names[nnames++] = s;
     }
+    csm_args_free(&args);
     if (!csv) machine_line("");
     if (scaling) {
         free(names);

@@ -1,5 +1,6 @@
 /* csm run and csm check. */
 #include "commands.h"
+#include "args.h"
 
 #include "config.h"
 #include "kernel.h"
@@ -22,6 +23,7 @@ typedef struct run_args {
     const char **sets;
     int nsets;
     long frames; /* -1: from the config */
+    csm_args args; /* owns sets */
     int threads;
     int force;
     const char *resume; /* --resume LOG.h5 */
@@ -31,53 +33,21 @@ typedef struct run_args {
 static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
 {
     memset(a, 0, sizeof *a);
-    a->frames = -1;
-    a->sets = calloc((size_t)argc + 2, sizeof *a->sets);
-    if (!a->sets) abort();
-    for (int k = 1; k < argc; k++) {
-        const char *s = argv[k];
-        const char *next = k + 1 < argc ? argv[k + 1] : NULL;
-        if (!strcmp(s, "--set") && next) {
-            a->sets[a->nsets++] = next;
-            k++;
-        } else if (!strncmp(s, "--set=", 6)) {
-            a->sets[a->nsets++] = s + 6;
-        } else if (allow_run_options && (!strcmp(s, "-o") || !strcmp(s, "--output")) && next) {
-            a->out = next;
-            k++;
-        } else if (allow_run_options && !strcmp(s, "--frames") && next) {
-            char *end;
-            a->frames = strtol(next, &end, 10);
-            if (*end || a->frames < 0) {
-                fprintf(stderr, "csm: --frames %s: expected a non-negative integer\n", next);
-                return -1;
-            }
-            k++;
-        } else if (allow_run_options && !strcmp(s, "--threads") && next) {
-            char *end;
-            long t = strtol(next, &end, 10);
-            if (!*next || *end || t < 1 || t > csm_threads_max()) {
-                fprintf(stderr, "csm: --threads %s: expected an integer from 1 to %d (four per processor, at least 64)\n", next,
-                        csm_threads_max());
-                return -1;
-            }
-            a->threads = (int)t;
-            k++;
-        } else if (allow_run_options && !strcmp(s, "--force")) {
-            a->force = 1;
-        } else if (allow_run_options && !strcmp(s, "--resume") && next) {
-            a->resume = next;
-            k++;
-        } else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "csm: unknown or incomplete option '%s'\n", s);
-            return -1;
-        } else if (!a->config) {
-            a->config = s;
-        } else {
-            fprintf(stderr, "csm: unexpected argument '%s'\n", s);
-            return -1;
-        }
-    }
+    int frames = -1;
+    const csm_arg options[] = {
+        {"-o", "--output", CSM_ARG_TEXT, &a->out, 0, NULL},
+        {"--frames", NULL, CSM_ARG_COUNT, &frames, 0, NULL},
+        {"--threads", NULL, CSM_ARG_THREADS, &a->threads, 0, NULL},
+        {"--force", NULL, CSM_ARG_FLAG, &a->force, 0, NULL},
+        {"--resume", NULL, CSM_ARG_TEXT, &a->resume, 0, NULL},
+        {NULL, NULL, 0, NULL, 0, NULL},
+    };
+    int rc = csm_args_parse(argc, argv, allow_run_options ? options : NULL, 1, &a->args);
+    a->sets = a->args.sets;
+    a->nsets = a->args.nsets;
+    a->config = a->args.npositional ? a->args.positional[0] : NULL;
+    a->frames = frames;
+    if (rc) return -1;
     if (a->resume && (a->config || a->nsets || a->out || a->force)) {
         fprintf(stderr, "csm: --resume continues a log with its own config: it takes only --frames and --threads\n");
         return -1;
@@ -218,7 +188,7 @@ int csm_cmd_run(int argc, char **argv)
 {
     run_args a;
     if (parse_args(argc, argv, &a, 1)) {
-        free(a.sets);
+        csm_args_free(&a.args);
         fprintf(stderr, "usage: csm run CONFIG [-o OUT.h5] [--set key=value]... [--frames N] [--threads N] [--force]\n"
                         "       csm run --resume LOG.h5 [--frames N] [--threads N]\n");
         return 2;
@@ -226,7 +196,7 @@ int csm_cmd_run(int argc, char **argv)
     csm_error err = {{0}, 0};
     csm_config cfg;
     int rc = load_run_config(&a, &cfg, &err);
-    free(a.sets);
+    csm_args_free(&a.args);
     if (rc) {
         fprintf(stderr, "csm: %s\n", err.msg);
         return err.code ? err.code : 2;
@@ -361,14 +331,14 @@ int csm_cmd_check(int argc, char **argv)
 {
     run_args a;
     if (parse_args(argc, argv, &a, 0)) {
-        free(a.sets);
+        csm_args_free(&a.args);
         fprintf(stderr, "usage: csm check CONFIG [--set key=value]...\n");
         return 2;
     }
     csm_error err = {{0}, 0};
     csm_config cfg;
     int rc = csm_config_load(a.config, a.sets, a.nsets, &cfg, &err);
-    free(a.sets);
+    csm_args_free(&a.args);
     if (rc) {
         fprintf(stderr, "csm: %s\n", err.msg);
         return err.code ? err.code : 2;

@@ -1,0 +1,102 @@
+#include "args.h"
+
+#include "commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "1,2,4" into out[0..room); returns how many, or -1. */
+static int thread_list(const char *s, int *out, int room)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > csm_threads_max() || n == room) return -1;
+        out[n++] = (int)v;
+        if (*end == ',') end++;
+        else if (*end) return -1;
+        s = end;
+    }
+    return n ? n : -1;
+}
+
+static int value(const csm_arg *a, const char *text)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    switch (a->kind) {
+    case CSM_ARG_FLAG: *(int *)a->out = 1; return 0;
+    case CSM_ARG_TEXT: *(const char **)a->out = text; return 0;
+    case CSM_ARG_COUNT:
+        if (!*text || *end || v < a->min || v > 1000000000) {
+            fprintf(stderr, "csm: %s %s: expected an integer of at least %d\n", a->name, text, a->min);
+            return -1;
+        }
+        *(int *)a->out = (int)v;
+        return 0;
+    case CSM_ARG_THREADS:
+        if (!*text || *end || v < 1 || v > csm_threads_max()) {
+            fprintf(stderr, "csm: %s %s: expected an integer from 1 to %d (four per processor, at least 64)\n", a->name,
+                    text, csm_threads_max());
+            return -1;
+        }
+        *(int *)a->out = (int)v;
+        return 0;
+    case CSM_ARG_THREAD_LIST: {
+        int n = thread_list(text, a->out, a->min);
+        if (n < 0) {
+            fprintf(stderr, "csm: %s %s: expected integers from 1 to %d separated by commas (up to %d)\n", a->name,
+                    text, csm_threads_max(), a->min);
+            return -1;
+        }
+        *a->count = n;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+int csm_args_parse(int argc, char **argv, const csm_arg *spec, int max_positional, csm_args *out)
+{
+    memset(out, 0, sizeof *out);
+    out->sets = calloc((size_t)argc + 2, sizeof *out->sets);
+    out->positional = calloc((size_t)argc + 1, sizeof *out->positional);
+    if (!out->sets || !out->positional) abort();
+    for (int k = 1; k < argc; k++) {
+        const char *s = argv[k], *next = k + 1 < argc ? argv[k + 1] : NULL;
+        if (!strcmp(s, "--set") && next) {
+            out->sets[out->nsets++] = argv[++k];
+            continue;
+        }
+        if (!strncmp(s, "--set=", 6)) {
+            out->sets[out->nsets++] = s + 6;
+            continue;
+        }
+        const csm_arg *a = NULL;
+        for (const csm_arg *o = spec; o && o->name && !a; o++)
+            if (!strcmp(s, o->name) || (o->alias && !strcmp(s, o->alias))) a = o;
+        if (a && a->kind == CSM_ARG_FLAG) {
+            *(int *)a->out = 1;
+        } else if (a && next) {
+            if (value(a, argv[++k])) return -1;
+        } else if (s[0] == '-' && s[1]) {
+            fprintf(stderr, "csm: unknown or incomplete option '%s'\n", s);
+            return -1;
+        } else if (max_positional >= 0 && out->npositional == max_positional) {
+            fprintf(stderr, "csm: unexpected argument '%s'\n", s);
+            return -1;
+        } else {
+            out->positional[out->npositional++] = s;
+        }
+    }
+    return 0;
+}
+
+void csm_args_free(csm_args *a)
+{
+    free(a->sets);
+    free(a->positional);
+    memset(a, 0, sizeof *a);
+}
