@@ -189,7 +189,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     hid_t f = log->file;
     int rc = 0;
     rc |= csm_h5_attr_string(f, "csm_version", CSM_VERSION);
-    rc |= csm_h5_attr_string(f, "git_commit", CSM_GIT_COMMIT);
+    rc |= csm_h5_attr_string(f, "git_commit", csm_git_commit);
     rc |= csm_h5_attr_string(f, "compiler", CSM_COMPILER);
     rc |= csm_h5_attr_string(f, "build_type", CSM_BUILD_TYPE);
     char hdf5v[64];

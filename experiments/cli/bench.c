@@ -318,7 +318,7 @@ static void machine_line(const char *prefix)
         }
     }
     if (f) fclose(f);
-    printf("%scsm %s (%s), %s, %ld cores, %d threads by default\n", prefix, CSM_VERSION, CSM_GIT_COMMIT, model,
+    printf("%scsm %s (%s), %s, %ld cores, %d threads by default\n", prefix, CSM_VERSION, csm_git_commit, model,
            sysconf(_SC_NPROCESSORS_ONLN), csm_get_threads());
 }
 

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
                     return 0;
                 }
     if (!strcmp(cmd, "--version")) {
-        printf("csm %s (%s)\n", CSM_VERSION, CSM_GIT_COMMIT);
+        printf("csm %s (%s)\n", CSM_VERSION, csm_git_commit);
         return 0;
     }
     csm_register_builtins();
