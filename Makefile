@@ -23,8 +23,7 @@ figures: $(FIGURES)
 # A build folder configured before keeps its settings (./build.sh test turns the tests on);
 # a new one is configured as ./build.sh run does, without the tests and their packages.
 build:
-	test -f build/CMakeCache.txt || cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
-	cmake --build build -j $(JOBS)
+	if test -f build/CMakeCache.txt; then cmake --build build -j $(JOBS); else ./build.sh build; fi
 
 # Figures need the binary, but do not remake when only its time stamp moved.
 $(FIGURES): | build

@@ -9,8 +9,11 @@
 #                             the seeds only)
 #   ./build.sh figures        install what is missing, build, regenerate every reproduced figure
 #                             and table into out/figures/ (make figures; experiments/README.md)
+#   ./build.sh build [DIR]    configure and build the run path in DIR (default build/) with what
+#                             is installed: no packages, no tests (make and CI call this)
 #   ./build.sh packages KIND  print the Debian packages of one path (build run figures fuzz test)
 # Environment: CSM_SANITIZE=ON builds and tests under ASan+UBSan (in build-sanitize/);
+#              CSM_WERROR=ON makes warnings errors on the run path (the test path always does);
 #              CSM_JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -42,11 +45,19 @@ configure_and_build() {
     cmake --build "$dir" -j "${CSM_JOBS:-$(nproc)}"
 }
 
+# The run path: csm alone, without the tests and their packages.
+build_run_path() {
+    configure_and_build "${1:-build}" -DBUILD_TESTING=OFF -DCSM_WERROR="${CSM_WERROR:-OFF}"
+}
+
 case "${1:-}" in
+build)
+    build_run_path "${2:-build}"
+    ;;
 run)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS
-    configure_and_build build -DBUILD_TESTING=OFF
+    build_run_path build
     config=${2:-experiments/configs/bunny.yaml}
     if grep -q "data/meshes/" "$config"; then data/fetch_meshes.sh; fi
     ./build/csm run "$config" --force
@@ -86,7 +97,7 @@ fuzz)
 figures)
     # shellcheck disable=SC2086
     install_missing $BUILD_PKGS $RUN_PKGS $FIGURE_PKGS
-    configure_and_build build -DBUILD_TESTING=OFF
+    build_run_path build
     make figures
     ;;
 packages)
@@ -100,7 +111,7 @@ packages)
     esac
     ;;
 *)
-    echo "usage: ./build.sh run [CONFIG] | test | fuzz [SECONDS] | figures | packages KIND" >&2
+    echo "usage: ./build.sh run [CONFIG] | test | fuzz [SECONDS] | figures | build [DIR] | packages KIND" >&2
     exit 2
     ;;
 esac
