@@ -15,7 +15,7 @@ FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/dro
            $(OUT)/spring.md $(OUT)/rotation_rectangle.md $(OUT)/table1.md $(OUT)/beams.md \
            $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md
 
-.PHONY: figures build clean-figures movies
+.PHONY: figures build clean-figures movies reference
 figures: $(FIGURES)
 	@echo "figures in $(OUT)/:"; ls $(OUT)/*.md $(OUT)/*.png
 	@echo "disk used by $(OUT)/ (logs included; make clean-figures frees it): $$(du -sh $(OUT) | cut -f1)"
@@ -156,3 +156,7 @@ movies: $(OUT)/table1.md
 
 clean-figures:
 	rm -rf $(OUT)
+
+# The README's parameter reference, from the parameter tables (csm list --markdown).
+reference: build
+	experiments/reference.sh $(CSM) README.md

@@ -1,10 +1,12 @@
-/* csm list: every plugin and section with its parameters, generated from the parameter tables. */
+/* csm list [--markdown]: every plugin and section with its parameters, from the parameter
+   tables; --markdown writes the reference the README carries. */
 #include "commands.h"
 
 #include "config.h"
 #include "plugin.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *type_text(const csm_param_spec *s)
 {
@@ -21,47 +23,124 @@ static const char *type_text(const csm_param_spec *s)
     return "?";
 }
 
-static void print_head(const char *prefix, const csm_plugin_head *h)
+static void print_head(const csm_plugin_head *h)
 {
-    printf("  %s%s — %s\n", prefix, h->name, h->summary);
+    printf("  %s — %s\n", h->name, h->summary);
     for (int k = 0; h->params && h->params[k].key; k++) {
         const csm_param_spec *s = &h->params[k];
         char def[128], range[96] = "";
         csm_param_default_text(s, def, sizeof def);
         if (s->type == CSM_REAL || s->type == CSM_INT) snprintf(range, sizeof range, " in [%g, %g]", s->min, s->max);
-        printf("      %-18s %-20s default %s%s%s\n", s->key, type_text(s), (s->flags & CSM_PARAM_REQUIRED) ? "(required)" : def,
-               range, "");
+        printf("      %-18s %-20s default %s%s\n", s->key, type_text(s), (s->flags & CSM_PARAM_REQUIRED) ? "(required)" : def,
+               range);
         printf("      %-18s %s\n", "", s->doc);
     }
 }
 
-int csm_cmd_list(int argc, char **argv)
+/* Markdown: a table cell may not hold a bare '|'. */
+static void cell(const char *text)
 {
-    (void)argc;
-    (void)argv;
+    for (const char *c = text; *c; c++) {
+        if (*c == '|') fputs("\\|", stdout);
+        else putchar(*c);
+    }
+}
+
+static void markdown_head(const char *section, const csm_plugin_head *h)
+{
+    (void)section;
+    printf("\n**`%s`** — ", h->name);
+    cell(h->summary);
+    printf("\n\n");
+    if (!h->params || !h->params[0].key) {
+        printf("No parameters.\n");
+        return;
+    }
+    printf("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
+    for (int k = 0; h->params[k].key; k++) {
+        const csm_param_spec *s = &h->params[k];
+        char def[128], range[96] = "";
+        csm_param_default_text(s, def, sizeof def);
+        if (s->type == CSM_REAL || s->type == CSM_INT) snprintf(range, sizeof range, "[%g, %g]", s->min, s->max);
+        printf("| `%s` | ", s->key);
+        cell(type_text(s));
+        printf(" | ");
+        if (s->flags & CSM_PARAM_REQUIRED) printf("(required)");
+        else {
+            printf("`");
+            cell(def);
+            printf("`");
+        }
+        printf(" | %s | ", range);
+        cell(s->doc);
+        printf(" |\n");
+    }
+}
+
+/* One visit of every section: `csm list` and `csm list --markdown` print the same things. */
+typedef void (*head_fn)(const char *section, const csm_plugin_head *h);
+typedef void (*title_fn)(const char *title, const char *section);
+
+static void walk(title_fn title, head_fn head)
+{
     static const char *const section_of[CSM_KIND_COUNT] = {
         "solver.integrator", "solver.rotation", "clustering.method", "plasticity.model",
         "recluster.method", "forces[].type", "colliders[].type",
     };
     for (int kind = 0; kind < CSM_KIND_COUNT; kind++) {
-        printf("%s (%s):\n", csm_kind_name((csm_kind)kind), section_of[kind]);
-        for (int k = 0; k < csm_registry_count((csm_kind)kind); k++) print_head("", csm_registry_at((csm_kind)kind, k));
+        title(csm_kind_name((csm_kind)kind), section_of[kind]);
+        for (int k = 0; k < csm_registry_count((csm_kind)kind); k++)
+            head(section_of[kind], csm_registry_at((csm_kind)kind, k));
         if (kind == CSM_KIND_ROTATION) {
             const csm_plugin_head common = {1, "(solver)", "keys of the solver section beside the integrator's",
                                             csm_solver_common_params};
-            print_head("", &common);
+            head("solver", &common);
         }
-        printf("\n");
     }
     int n;
     const csm_plugin_head *h = csm_config_shape_kinds(&n);
-    printf("shape (objects[].shape.type):\n");
-    for (int k = 0; k < n; k++) print_head("", &h[k]);
+    title("shape", "objects[].shape.type");
+    for (int k = 0; k < n; k++) head("objects[].shape.type", &h[k]);
     h = csm_config_sampling_kinds(&n);
-    printf("\nsampling (objects[].sampling.type):\n");
-    for (int k = 0; k < n; k++) print_head("", &h[k]);
+    title("sampling", "objects[].sampling.type");
+    for (int k = 0; k < n; k++) head("objects[].sampling.type", &h[k]);
     h = csm_config_sections(&n);
-    printf("\nsections:\n");
-    for (int k = 0; k < n; k++) print_head("", &h[k]);
+    title("sections", NULL);
+    for (int k = 0; k < n; k++) head(h[k].name, &h[k]);
+}
+
+static int first_title = 1;
+static void text_title(const char *title, const char *section)
+{
+    if (!first_title) printf("\n");
+    first_title = 0;
+    if (section) printf("%s (%s):\n", title, section);
+    else printf("%s:\n", title);
+}
+static void text_head(const char *section, const csm_plugin_head *h)
+{
+    (void)section;
+    print_head(h);
+}
+static void markdown_title(const char *title, const char *section)
+{
+    if (section) printf("\n### %s (`%s`)\n", title, section);
+    else printf("\n### %s\n", title);
+}
+
+int csm_cmd_list(int argc, char **argv)
+{
+    int markdown = argc > 1 && !strcmp(argv[1], "--markdown");
+    if (argc > 1 + markdown) {
+        fprintf(stderr, "usage: csm list [--markdown]\n");
+        return 2;
+    }
+    if (markdown) {
+        printf("<!-- Generated by `csm list --markdown` from the parameter tables; tests/test_cli.sh fails when it is "
+               "stale. -->\n");
+        walk(markdown_title, markdown_head);
+    } else {
+        walk(text_title, text_head);
+    }
     return 0;
 }
