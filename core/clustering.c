@@ -169,6 +169,8 @@ static double fcm_memberships(const double *x, const double *centres, const unsi
     return change;
 }
 
+/* One fuzzy c-means update of Jones 2015, with held centres for the cluster optimisation of
+   Falkenstein Sec 3.2.2. */
 double csm_fcm_update(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
                       const unsigned char *state, double m, double *u)
 {

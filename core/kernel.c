@@ -93,7 +93,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     } else {
         double Fp_inv[9];
         if (csm_m3_inverse(Fp, Fp_inv) == 0.0) csm_m3_identity(Fp_inv);
-        csm_m3_mul(F, Fp_inv, Fe);   /* Eq 9 / 15 */
+        csm_m3_mul(F, Fp_inv, Fe);   /* Falkenstein Eq 9 / 15 */
         csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
     }
     w->rotation->extract(&polar, Apq, Fe, R);
@@ -102,7 +102,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     } else if (elastic) {
         memcpy(T, R, 9 * sizeof *T);
     } else {
-        csm_m3_mul(R, Fp, T); /* Eq 16: g = R F^p p + xbar */
+        csm_m3_mul(R, Fp, T); /* Falkenstein Eq 16: g = R F^p p + xbar */
     }
     if (C->Q) csm_mode_quadratic(w->beta, C, x, com, c);
     C->com[3 * c] = com[0];
@@ -121,7 +121,7 @@ void csm_fit_all(csm_world *w, const double *x)
 
 /* Cluster c's share of every member's goal, w_ic g_ic, into C->wgoal (cluster order). g_ic is
    pulled towards x_i by the strain-limit clamp of Bargteil-Jones Algorithm 2 line 10,
-   g_ic + min(gamma / beta, 1)(x_i - g_ic) with beta = |x_i - g_ic| / width_c (Eq 4), written
+   g_ic + min(gamma / beta, 1)(x_i - g_ic) with beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4), written
    without dividing by beta: the allowed stretch is gamma width_c, and a goal beyond it is pulled
    back onto it. */
 static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double gamma)
@@ -413,7 +413,7 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
 
 /* Material stiffness (solver.modulus). A cluster's shape-matching springs store
        E_c = 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2
-   (the force k_c w_ic m_i (g_ic - x_i) of Algorithm 1 line 2 with alpha_c = h^2 k_c is minus
+   (the force k_c w_ic m_i (g_ic - x_i) of Bargteil-Jones Algorithm 1 line 2 with alpha_c = h^2 k_c is minus
    its gradient at fixed goals, and the fit makes the goals stationary). Under a uniform
    deformation x_i - xbar = F p_ic with F = F^e F^p, the goals are g_ic = R F^p p_ic + xbar, so
    with D = F^e - R and B = F^p A_rr F^pT (A_rr = sum w m p p^T, the plastic rest shape's moment)
@@ -502,6 +502,7 @@ static void cluster_rigid_velocity(const csm_clusters *C, const double *x, const
     memcpy(&out[6], com, sizeof com);
 }
 
+/* Müller et al. 2007 Sec 3.5: each velocity pulled towards its clusters' rigid motion. */
 void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch)
 {
     if (k <= 0) return;

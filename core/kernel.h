@@ -1,4 +1,4 @@
-/* The one shape-matching kernel (DESIGN.md): every integrator, the embedding optimizer and the
+/* The one shape-matching kernel (docs/DESIGN.md): every integrator, the embedding optimizer and the
    diagnostics fit clusters and gather goals through these functions. */
 #ifndef CSM_KERNEL_H
 #define CSM_KERNEL_H
@@ -6,19 +6,19 @@
 #include "world.h"
 
 /* Moments of cluster c at positions x: its centre of mass x-bar = sum w m x / sum w m (Falkenstein
-   Eq 7) and A_xr = sum w m (x - x-bar) p^T; F = A_xr A_rr^-1 (Eq 3). */
+   Falkenstein Eq 7) and A_xr = sum w m (x - x-bar) p^T; F = A_xr A_rr^-1 (Eq 3). */
 void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9]);
 /* Fit cluster c at positions x: com x-bar (Falkenstein Eq 7), A_xr, F = A_xr A_rr^-1 (Eq 3),
-   F^e = F (F^p)^-1 (Eq 9, 15), R from the world's rotation plugin, and the goal transform
-   T = R F^p (Eq 16), or its linear / quadratic blend when the world's mode asks for one. */
+   F^e = F (F^p)^-1 (Falkenstein Eq 9, 15), R from the world's rotation plugin, and the goal transform
+   T = R F^p (Falkenstein Eq 16), or its linear / quadratic blend when the world's mode asks for one. */
 void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c);
 /* Fit every cluster (in parallel). */
 void csm_fit_all(csm_world *w, const double *x);
 
 /* Every particle's goal from the last fits into out[3n] (in parallel): g_i = sum_c w_ic g_ic
    (Falkenstein Eq 8), each g_ic pulled towards x_i by the strain-limit clamp of Bargteil-Jones
-   Algorithm 2 line 10: g_ic + min(gamma / beta, 1)(x_i - g_ic), beta = |x_i - g_ic| / width_c
-   (Eq 4). gamma = 0 gives the plain shape-matching goal. A particle in no cluster gets g_i = x_i.
+   Bargteil-Jones Algorithm 2 line 10: g_ic + min(gamma / beta, 1)(x_i - g_ic), beta = |x_i - g_ic| / width_c
+   (Bargteil-Jones Eq 4). gamma = 0 gives the plain shape-matching goal. A particle in no cluster gets g_i = x_i.
    Each cluster writes its members' w_ic g_ic, then each particle sums its own in cluster order:
    no atomics, the same bits for any thread count. */
 void csm_goals_all(csm_world *w, const double *x, double gamma, double *out);
@@ -30,7 +30,7 @@ void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
    correction c_ic = g_ic - x_i (after the strain clamp) is
      - with conserve LINEAR or ANGULAR, stripped of its cluster's mass-weighted mean, so the
        corrections of a cluster sum to zero (Newton's third law, which the clamp of Bargteil-Jones
-       Algorithm 2 line 10 breaks: clamped goals no longer share their cluster's centre of mass);
+       Bargteil-Jones Algorithm 2 line 10 breaks: clamped goals no longer share their cluster's centre of mass);
      - with ANGULAR, also stripped of its rigid rotation omega x r, r_i = x_ref,i - xbar_ref the
        member's offset at the start of the step and I omega = sum w m r x c, so the corrections
        exert no torque about the cluster's centre (which polar_f's goals do whenever A_rr is not

@@ -20,7 +20,7 @@ void csm_mode_linear(double beta, const double Fe[9], const double R[9], const d
 
 /* Müller 2005 quadratic mode (report Sec 4): A~ = A~_pq A~_qq^-1 over q~ = (p, q2(p) - qmean) (3x9),
    goals from beta A~ + (1 - beta) [R F^p, 0]. The fit is over the rest offsets p, so with
-   plasticity the rigid part still carries F^p (Eq 16) and beta = 0 is exactly the rigid mode. */
+   plasticity the rigid part still carries F^p (Falkenstein Eq 16) and beta = 0 is exactly the rigid mode. */
 void csm_mode_quadratic(double beta, csm_clusters *C, const double *x, const double com[3], int32_t c)
 {
     const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];

@@ -48,7 +48,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err);
 void csm_sim_logged(csm_sim *sim);
 
 
-/* Per-frame diagnostics (DESIGN.md /diagnostics). */
+/* Per-frame diagnostics (docs/DESIGN.md /diagnostics). */
 typedef struct csm_diag {
     double kinetic, potential, elastic;
     double momentum[3], angular_momentum[3], center_of_mass[3];

@@ -3,7 +3,7 @@
    Both backends return the *signed* SVD A = U diag(s) V^T with U and V proper rotations
    (det = +1), s[0] >= s[1] >= |s[2]|, and s[2] < 0 exactly when det A < 0. The rotation of the
    polar decomposition is then R = U V^T, always a proper rotation: an inverted cluster
-   (det F < 0) yields the nearest rotation, never a reflection (DESIGN.md errata). */
+   (det F < 0) yields the nearest rotation, never a reflection (docs/DESIGN.md errata). */
 #ifndef CSM_SVD3_H
 #define CSM_SVD3_H
 

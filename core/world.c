@@ -177,6 +177,8 @@ int csm_clusters_relink(csm_clusters *c)
 
 static void quadratic_rest(csm_clusters *c, int32_t cl);
 
+/* Falkenstein Sec 3.2: p_ic about the weighted rest centre, which stays at the origin as weights
+   change; the width w_c = max |p_ic| of Bargteil-Jones Eq 5. */
 void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, double shift[3])
 {
     double M = 0, rc[3] = {0, 0, 0};
@@ -197,7 +199,7 @@ void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, doubl
         if (len > width && c->wmass[j] > 0) width = len;
     }
     c->width[cl] = width;
-    /* DESIGN.md errata: planar, collinear or single-particle clusters have a singular A_rr;
+    /* docs/DESIGN.md errata: planar, collinear or single-particle clusters have a singular A_rr;
        a pseudo-inverse keeps F finite in the directions the rest shape spans. */
     c->rank[cl] = csm_pinv_sym3(Arr, ARR_REL_TOL, &c->A_rr_inv[9 * cl]);
     if (c->qmean) quadratic_rest(c, cl);

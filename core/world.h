@@ -124,9 +124,9 @@ typedef struct csm_recluster_event {
     int32_t seed;                 /* seed particle of an added cluster; -1 for a removal */
     int32_t members;
     double cond_Fp;               /* cond(F^p) that triggered a removal; 1 for an addition */
-    double embedding_energy;      /* Eq 21 sum at the end of the embedding; NaN when none ran */
+    double embedding_energy;      /* Falkenstein Eq 21 sum at the end of the embedding; NaN when none ran */
     int32_t embedding_iterations; /* 0 when none ran */
-    double linear_energy;         /* Eq 21 sum of the linear embedding of the same set, when compared; else NaN */
+    double linear_energy;         /* Falkenstein Eq 21 sum of the linear embedding of the same set, when compared; else NaN */
 } csm_recluster_event;
 
 /* The spring gains alpha_c an integrator used in its last step: min, mean and max over clusters,

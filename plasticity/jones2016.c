@@ -1,18 +1,18 @@
 /* The plasticity model of Jones et al. 2016 in the form Falkenstein et al. 2017 give it
-   (Sec 2.3.1, Eq 9-16), with three corrections (the second is in DESIGN.md's errata):
+   (Sec 2.3.1, Falkenstein Eq 9-16), with three corrections (the second is in docs/DESIGN.md's errata):
 
-   - Eq 12 prints F^p <- (F*)^gamma V F^p. With F^e = U Sigma V^T the step that moves the rest
+   - Falkenstein Eq 12 prints F^p <- (F*)^gamma V F^p. With F^e = U Sigma V^T the step that moves the rest
      shape towards the current one is (F*)^gamma V^T F^p: then F (F^p_new)^-1 = U Sigma (F*)^-gamma,
      which for gamma = 1 is a rotation times a uniform scale, the elastic part left after all
      volume-preserving deformation flowed. With V instead of V^T that only holds when V is
      symmetric.
-   - Eq 13's fraction goes negative once lambda + K alpha exceeds nu |F* - I|; it is clamped to
+   - Falkenstein Eq 13's fraction goes negative once lambda + K alpha exceeds nu |F* - I|; it is clamped to
      [0, 1] (a negative fraction would flow backwards).
-   - Eq 14 integrates |F^e - I|, which grows for a cluster that is merely rotated (a body at rest
+   - Falkenstein Eq 14 integrates |F^e - I|, which grows for a cluster that is merely rotated (a body at rest
      turned by 90 degrees accumulates 2 per second and hardens). The default measures
      |F^e - R| = |Sigma - I|, the stretch alone; `stress_measure: paper` keeps the printed form.
 
-   Flow by Eq 12 has no resistance in shape, and in this discrete setting it is not dissipative:
+   Flow by Falkenstein Eq 12 has no resistance in shape, and in this discrete setting it is not dissipative:
    where a collider flattens a cluster, F^p adopts the flat shape and the volume the goals restore
    (the goals are (x - x-bar) / cbrt(det F^e) after a full flow) comes back as an outward push
    proportional to the cluster's width. Dropped on the ground, a bunny with lambda = 0.1 gains
@@ -20,7 +20,7 @@
    the way Falkenstein's reclustering bounds it by replacing clusters; by default there is no
    limit, as in the paper.
 
-   The rotation from F^e (Eq 15) and the goals R F^p p + x-bar (Eq 16) are in the shared kernel,
+   The rotation from F^e (Falkenstein Eq 15) and the goals R F^p p + x-bar (Eq 16) are in the shared kernel,
    so every integrator and both rotation plugins see F^p. */
 #include "plasticity.h"
 
@@ -38,11 +38,11 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
 {
     double Fp_inv[9], Fe[9], U[9], s[3], V[9];
     if (csm_m3_inverse(Fp, Fp_inv) == 0.0) return CSM_FLOW_SKIPPED;
-    csm_m3_mul(F, Fp_inv, Fe); /* Eq 9 */
-    svd(Fe, U, s, V);          /* Eq 5: signed, so U and V are rotations and s[2] < 0 when inverted */
+    csm_m3_mul(F, Fp_inv, Fe); /* Falkenstein Eq 9 */
+    svd(Fe, U, s, V);          /* Falkenstein Eq 5: signed, so U and V are rotations and s[2] < 0 when inverted */
     if (!isfinite(s[0] + s[1] + s[2]) || s[2] < p->min_stretch) return CSM_FLOW_SKIPPED;
 
-    /* Eq 14, explicit Euler with the state before this step's flow */
+    /* Falkenstein Eq 14, explicit Euler with the state before this step's flow */
     double measure;
     if (p->stress_measure == CSM_STRESS_PAPER) {
         double D[9];
@@ -57,16 +57,16 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
     double alpha_old = *alpha;
     *alpha += h * measure;
 
-    double d = cbrt(s[0] * s[1] * s[2]), star[3]; /* Eq 10 */
+    double d = cbrt(s[0] * s[1] * s[2]), star[3]; /* Falkenstein Eq 10 */
     for (int a = 0; a < 3; a++) star[a] = s[a] / d;
     double dev = sqrt((star[0] - 1) * (star[0] - 1) + (star[1] - 1) * (star[1] - 1) + (star[2] - 1) * (star[2] - 1));
-    /* Eq 11; F* = I to round-off has no shape to flow to (its V would be an arbitrary rotation) */
+    /* Falkenstein Eq 11; F* = I to round-off has no shape to flow to (its V would be an arbitrary rotation) */
     if (!(dev > p->yield) || dev < 64 * DBL_EPSILON) return CSM_FLOW_ELASTIC;
-    double gamma = (p->flow_rate * dev - p->yield - p->hardening * alpha_old) / dev; /* Eq 13 */
+    double gamma = (p->flow_rate * dev - p->yield - p->hardening * alpha_old) / dev; /* Falkenstein Eq 13 */
     if (!(gamma > 0.0)) return CSM_FLOW_ELASTIC;
     if (gamma > 1.0) gamma = 1.0;
 
-    /* Eq 12 (V^T, see above): row a of V^T F^p scaled by (F*_a)^gamma */
+    /* Falkenstein Eq 12 (V^T, see above): row a of V^T F^p scaled by (F*_a)^gamma */
     double Vt_Fp[9], next[9];
     csm_m3_mul_at(V, Fp, Vt_Fp);
     for (int a = 0; a < 3; a++) {
@@ -90,11 +90,11 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
 }
 
 static const csm_param_spec jones2016_params[] = {
-    CSM_P_REAL(csm_flow_params, yield, 0.1, 0, 1e6, "lambda: |F* - I|_F below which deformation stays elastic (Eq 11)"),
+    CSM_P_REAL(csm_flow_params, yield, 0.1, 0, 1e6, "lambda: |F* - I|_F below which deformation stays elastic (Falkenstein Eq 11)"),
     CSM_P_REAL(csm_flow_params, flow_rate, 1.0, 0, 1e6,
-               "nu: fraction of the deformation beyond yield that flows per step (Eq 13)"),
+               "nu: fraction of the deformation beyond yield that flows per step (Falkenstein Eq 13)"),
     CSM_P_REAL(csm_flow_params, hardening, 0.0, -1e6, 1e6,
-               "K: work hardening (negative: softening) per unit of cumulative stress (Eq 13)"),
+               "K: work hardening (negative: softening) per unit of cumulative stress (Falkenstein Eq 13)"),
     CSM_P_REAL(csm_flow_params, min_stretch, 1e-3, 1e-12, 1,
                "smallest singular value of F^e that still flows; below it (collapsed or inverted cluster) the step "
                "is skipped and counted in /diagnostics/plastic_skipped"),
@@ -102,7 +102,7 @@ static const csm_param_spec jones2016_params[] = {
                "largest condition number F^p may flow to (0: no limit); flow that would raise cond(F^p) above it "
                "is not taken"),
     CSM_P_ENUM(csm_flow_params, stress_measure, CSM_STRESS_STRETCH, "stretch|paper",
-               "cumulative stress rate (Eq 14): stretch |F^e - R|_F (rotation-free) or paper |F^e - I|_F as printed"),
+               "cumulative stress rate (Falkenstein Eq 14): stretch |F^e - R|_F (rotation-free) or paper |F^e - I|_F as printed"),
     CSM_PARAM_END,
 };
 
@@ -130,7 +130,7 @@ static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
         if (C->rank[c] < 3) continue;
         double com[3], Axr[9], F[9];
         csm_cluster_moments(C, x, c, com, Axr);
-        csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Eq 3 */
+        csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
         csm_flow_result r = csm_plastic_flow(p, w->svd, F, h, &C->Fp[9 * c], &C->stress_alpha[c]);
         if (r == CSM_FLOW_YIELDED) C->flowed[c]++;
         if (r == CSM_FLOW_SKIPPED) skipped++;

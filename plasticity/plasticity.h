@@ -10,12 +10,12 @@ void csm_plasticity_register(void);
 enum { CSM_STRESS_STRETCH, CSM_STRESS_PAPER };
 
 typedef struct csm_flow_params {
-    double yield;       /* lambda, Eq 11 */
-    double flow_rate;   /* nu, Eq 13 */
-    double hardening;   /* K, Eq 13 (negative: softening) */
+    double yield;       /* lambda, Falkenstein Eq 11 */
+    double flow_rate;   /* nu, Falkenstein Eq 13 */
+    double hardening;   /* K, Falkenstein Eq 13 (negative: softening) */
     double min_stretch; /* smallest singular value of F^e that still flows */
     double cond_limit;  /* 0, or the largest cond(F^p) a step may flow to */
-    int stress_measure; /* CSM_STRESS_*: Eq 14 as printed, |F^e - I|, or |F^e - R|, rotation-free */
+    int stress_measure; /* CSM_STRESS_*: Falkenstein Eq 14 as printed, |F^e - I|, or |F^e - R|, rotation-free */
 } csm_flow_params;
 
 typedef enum csm_flow_result {
@@ -25,9 +25,9 @@ typedef enum csm_flow_result {
 } csm_flow_result;
 
 /* One step of length h of the flow rule for one cluster whose deformation gradient is F
-   (Eq 3): F^e = F (F^p)^-1 (Eq 9), its volume-preserving part F* (Eq 10), the yield test
-   (Eq 11), the flow fraction (Eq 13, clamped to [0, 1]), F^p <- (F*)^gamma V^T F^p (Eq 12) and
-   the cumulative stress alpha (Eq 14). Updates Fp and alpha in place. */
+   (Falkenstein Eq 3): F^e = F (F^p)^-1 (Eq 9), its volume-preserving part F* (Eq 10), the yield test
+   (Falkenstein Eq 11), the flow fraction (Eq 13, clamped to [0, 1]), F^p <- (F*)^gamma V^T F^p (Eq 12) and
+   the cumulative stress alpha (Falkenstein Eq 14). Updates Fp and alpha in place. */
 csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h,
                                  double Fp[9], double *alpha);
 

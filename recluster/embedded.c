@@ -1,5 +1,5 @@
 /* `embedded` (Falkenstein 2017 Sec 3.2): a new cluster is placed in a locally embedded, stress-
-   free space (Eq 21-23) by the fuzzy c-means update with every other centre held. */
+   free space (Falkenstein Eq 21-23) by the fuzzy c-means update with every other centre held. */
 #include "clustering.h"
 #include "engine.h"
 #include "grow.h"
@@ -27,7 +27,7 @@ static const csm_param_spec embedded_table[] = {
     CSM_P_REAL(embedded_params, embedding_tolerance, 1e-8, 0, 1,
                "stop when a sweep's squared change is this fraction of the first's"),
     CSM_P_BOOL(embedded_params, compare_linear, 0,
-               "also solve the linear embedding of every addition and log its Eq 21 energy (linear_energy of "
+               "also solve the linear embedding of every addition and log its Falkenstein Eq 21 energy (linear_energy of "
                "/recluster/events), for comparison"),
     CSM_P_REAL(embedded_params, m, 2, 1.01, 100, "fuzziness exponent of the cluster optimisation (as fuzzy_cmeans)"),
     CSM_P_REAL(embedded_params, threshold, 0.3, 0, 1,
@@ -37,7 +37,7 @@ static const csm_param_spec embedded_table[] = {
     CSM_P_REAL(embedded_params, optimization_tolerance, 1e-6, 0, 1, "stop when no membership changes by more than this"),
     CSM_P_ENUM(embedded_params, members_from, MEMBERS_FROM_SEED_CLUSTERS, "seed_clusters|embedding_set",
                "who may join a new cluster: seed_clusters (members of the clusters it replaces) or embedding_set "
-               "(all of P_e, Eq 23)"),
+               "(all of P_e, Falkenstein Eq 23)"),
     CSM_PARAM_END,
 };
 
@@ -162,7 +162,7 @@ const csm_reclusterer csm_reclusterer_embedded = {
     .version = 1,
     .name = "embedded",
     .summary = "Falkenstein 2017 Sec 3.2: remove clusters by cond(F^p), fade, add clusters placed in a locally "
-               "optimised embedded space (Eq 21-23) by fuzzy c-means",
+               "optimised embedded space (Falkenstein Eq 21-23) by fuzzy c-means",
     .params = embedded_table,
     .create = embedded_create,
     .apply = csm_rc_engine_apply,

@@ -62,7 +62,7 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
     /* forget the previous set */
     for (int32_t a = 0; a < E->np; a++) E->local[E->particle[a]] = -1;
     E->nc = E->np = 0;
-    /* Eq 22: C_p, then every cluster sharing a particle with a cluster of C_p */
+    /* Falkenstein Eq 22: C_p, then every cluster sharing a particle with a cluster of C_p */
     for (int32_t s = C->poff[seed]; s < C->poff[seed + 1]; s++) {
         int32_t d = C->mcluster[C->pmember[s]];
         if (!E->mark[d]) {
@@ -85,7 +85,7 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
     }
     for (int32_t a = 0; a < E->nc; a++) E->mark[E->cluster[a]] = 0;
     qsort(E->cluster, (size_t)E->nc, sizeof *E->cluster, cmp_i32);
-    /* Eq 23: every member of C_e, once */
+    /* Falkenstein Eq 23: every member of C_e, once */
     for (int32_t a = 0; a < E->nc; a++) {
         int32_t c = E->cluster[a];
         for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
@@ -163,6 +163,8 @@ double csm_embedding_energy(csm_embedding *E, const csm_clusters *C, csm_svd3_fn
     return energy_of_fit(E, C);
 }
 
+/* Falkenstein Eq 21 minimised by Jacobi sweeps: every cluster fitted, then every particle of P_e
+   moved to the mean of its goals. */
 int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
                         double tolerance, double *energy)
 {

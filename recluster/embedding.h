@@ -1,11 +1,11 @@
 /* Local embedding (Falkenstein 2017 Sec 3.2.2): positions e_i of particles and e_c of clusters in
    an "embedded space", a stress-free configuration of the neighbourhood of a seed particle in
-   which a new cluster is placed. The energy minimised is Eq 21,
+   which a new cluster is placed. The energy minimised is Falkenstein Eq 21,
 
        E(e) = sum_{c in C_e} sum_{i in c} w_ic m_i |R_c F^p_c p_ic - (e_i - e_c)|^2,
 
    with each term weighted by the particle's mass as well: the shape-matching energy of the
-   kernel, and Eq 21 times m when masses are equal (every paper experiment). R_c and e_c are
+   kernel, and Falkenstein Eq 21 times m when masses are equal (every paper experiment). R_c and e_c are
    whatever minimises E for the current e_i (the Procrustes rotation of A_xr (F^p)^T and the
    cluster's weighted centre), so E is a function of the particle positions alone and the two
    solvers below are compared on the same measure. */
@@ -17,8 +17,8 @@
 
 typedef struct csm_embedding {
     int32_t nc, np;       /* clusters and particles embedded */
-    int32_t *cluster;     /* [nc] the clusters C_e (Eq 22), increasing */
-    int32_t *particle;    /* [np] the particles P_e (Eq 23), increasing ids */
+    int32_t *cluster;     /* [nc] the clusters C_e (Falkenstein Eq 22), increasing */
+    int32_t *particle;    /* [np] the particles P_e (Falkenstein Eq 23), increasing ids */
     int32_t *local;       /* [n] index of a particle in `particle`, -1 outside P_e */
     unsigned char *mark;  /* [k] clusters in C_e while the set is built */
     double *e;            /* [3n] embedded positions, by particle id (meaningful on P_e) */
@@ -34,7 +34,7 @@ typedef struct csm_embedding {
 
 void csm_embedding_free(csm_embedding *E);
 
-/* The local embedding set of a seed particle (Eq 22-23): C_p the clusters containing the seed,
+/* The local embedding set of a seed particle (Falkenstein Eq 22-23): C_p the clusters containing the seed,
    C_e those and every cluster sharing a particle with one of them, P_e every member of C_e.
    The embedded positions start at x. Returns -1 when out of memory. */
 int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, int32_t seed);

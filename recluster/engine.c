@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The fade factor phi of Falkenstein Sec 3.2.1: a removed cluster fades out over fade_out steps,
+   an added one in over fade_in. */
 double csm_rc_fade_factor(const csm_rc_engine *e, int32_t state, int32_t fade)
 {
     if (state == CSM_CLUSTER_FADING_OUT) return fmax(0.0, 1.0 - (double)(fade + 1) / e->fade_out);

@@ -5,11 +5,11 @@
         v* += damping towards each cluster's rigid motion    (Müller et al. 2007, Sec 3.5)
      3  x^0 = x + h v*
      4  for j < iterations:                                  (Jacobi)
-     5      g = goals(gamma)                                 (Algorithm 2, the shared kernel)
+     5      g = goals(gamma)                                 (Bargteil-Jones Algorithm 2, the shared kernel)
      6      x^(j+1) = omega g + (1 - omega) x^j
      9  v = v* + (x^iterations - x^0) / h
 
-   Line 9 is Algorithm 1's v = (x(t+h) - x(t)) / h rewritten with x^0 = x(t) + h v*: the same
+   Line 9 is Bargteil-Jones Algorithm 1's v = (x(t+h) - x(t)) / h rewritten with x^0 = x(t) + h v*: the same
    number in exact arithmetic, without cancellation far from the origin, and when the loop does
    nothing (iterations = 0, or omega = 0 where every x^(j+1) is x^j) it leaves v* unchanged bit
    for bit. So `strain_limited` with iterations 0 or omega 0 is `shape_matching` step for step
@@ -22,7 +22,7 @@
    on the cluster size or the step. solver.conserve (csm_goal_pass) makes the corrections of
    lines 2 and 5 keep momentum and angular momentum; `none` is the papers' algorithm.
 
-   Algorithm 1 writes `for j = 0 to iters`; the loop here runs `iterations` times, so that 0
+   Bargteil-Jones Algorithm 1 writes `for j = 0 to iters`; the loop here runs `iterations` times, so that 0
    means no projection at all, as Sec 3 requires. Pinned particles (inverse mass 0) never move. */
 #include "kernel.h"
 #include "plugin.h"
@@ -31,7 +31,7 @@
 #include <string.h>
 
 /* The parameters of all three integrators. A table declares the keys its integrator takes;
-   a field it does not declare stays 0, the value that reduces Algorithm 1 to that integrator
+   a field it does not declare stays 0, the value that reduces Bargteil-Jones Algorithm 1 to that integrator
    (alpha 0: no springs; gamma 0: projections onto the goals; iterations 0: no loop, where
    omega is never read). */
 typedef struct step_params {
@@ -132,6 +132,7 @@ static int grow(double **buf, int32_t *have, int32_t want, size_t per, csm_error
     return *buf ? 0 : csm_fail(err, CSM_EXIT_FAILURE, "out of memory for integrator buffers");
 }
 
+/* One step of Bargteil-Jones Algorithm 1, lines numbered as at the top of this file. */
 static int step(csm_world *w, void *state, double h, csm_error *err)
 {
     cluster_step *s = state;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Results are the same bits for any thread count (DESIGN.md, performance rules): the plastic,
+# Results are the same bits for any thread count (docs/DESIGN.md, performance rules): the plastic,
 # reclustering bar run with --threads 1 and --threads 2 logs identical positions, velocities,
 # goals, cluster data, diagnostics and reclustering events (a hash over every dataset but the
 # timings). And `csm bench`: its scenes run, its CSV holds what it promises, and the final

@@ -112,7 +112,7 @@ done
 rc=$?
 check "write error: exit 1 (got $rc)" [ $rc -eq 1 ]
 check "write error: one line naming the file and frame" grep -qE "full_disk.h5: write error at frame [0-9]+ \(file size limit\)" "$tmp/disk.out"
-# like a crash, the log needs its open-for-writing mark cleared, which csm info does (DESIGN.md)
+# like a crash, the log needs its open-for-writing mark cleared, which csm info does (docs/DESIGN.md)
 "$csm" info "$tmp/full_disk.h5" >"$tmp/disk_info.txt" 2>&1
 check "write error: csm info reads the log" grep -q "stopped without closing it" "$tmp/disk_info.txt"
 read -r T whole status < <(frames_of "$tmp/full_disk.h5")

@@ -104,7 +104,7 @@ static void test_random_radius(void **state)
         assert_true(ni >= 1); /* every particle in at least one cluster */
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) assert_close(C->weight[C->pmember[s]], 1.0 / ni, 1e-15);
     }
-    /* members lie within the radius of some seed: every pair within 2 radii (Eq 3) */
+    /* members lie within the radius of some seed: every pair within 2 radii (Bargteil-Jones Eq 3) */
     for (int32_t c = 0; c < C->k; c++) {
         assert_true(C->width[c] <= 2 * 0.25 + 1e-12);
         for (int32_t j = C->offset[c] + 1; j < C->offset[c + 1]; j++) assert_true(C->member[j] > C->member[j - 1]);

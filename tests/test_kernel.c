@@ -183,7 +183,7 @@ static void rectangle_rotation(const char *rotation, double R[9])
     csm_builder_free(&b);
     csm_fit_all(&w, w.P.x);
     memcpy(R, w.C.R, 9 * sizeof(double));
-    /* F = A_xr A_rr^+ recovers the stretch (Eq 20) */
+    /* F = A_xr A_rr^+ recovers the stretch (Falkenstein Eq 20) */
     assert_close(w.C.F[0], 2.0, 1e-12);
     assert_close(w.C.F[1], 0.0, 1e-12);
     assert_close(w.C.F[3], 0.0, 1e-12);
@@ -196,7 +196,7 @@ static void test_falkenstein_rectangle(void **state)
     (void)state;
     double R[9];
     rectangle_rotation("polar_apq", R);
-    /* Eq 19 gives R as the inverse of [[.9806, -.19611], [.19611, .9806]] */
+    /* Falkenstein Eq 19 gives R as the inverse of [[.9806, -.19611], [.19611, .9806]] */
     assert_close(R[0], 0.9806, 5e-5);
     assert_close(R[1], 0.19611, 1e-5); /* the paper truncates 0.1961161 */
     assert_close(R[3], -0.19611, 1e-5);

@@ -12,7 +12,7 @@
 #define CUBE CSM_TEST_DIR "/configs/solver_cube.yaml"
 #define STEP (1.0 / 60.0)
 
-/* |F* - I|_F of the elastic part F (Fp)^-1, the quantity Eq 11 tests. */
+/* |F* - I|_F of the elastic part F (Fp)^-1, the quantity Falkenstein Eq 11 tests. */
 static double deviation(const double F[9], const double Fp[9])
 {
     double inv[9], Fe[9], U[9], s[3], V[9];
@@ -26,7 +26,7 @@ static double deviation(const double F[9], const double Fp[9])
 
 static const csm_flow_params perfect = {.yield = 0.0, .flow_rate = 1.0, .min_stretch = 1e-3}; /* lambda 0, nu 1: all flows */
 
-/* det F^p = 1 under any flow: det F* = 1 and V is a rotation (Eq 10, 12). */
+/* det F^p = 1 under any flow: det F* = 1 and V is a rotation (Falkenstein Eq 10, 12). */
 static void test_flow_keeps_volume(void **state)
 {
     (void)state;
@@ -74,7 +74,7 @@ static void test_condition_limit_holds(void **state)
     assert_true(worst <= 2.5 + 1e-12 && worst > 2.0);
 }
 
-/* Eq 11: below the threshold F^p does not change (bit for bit); a change of volume alone is
+/* Falkenstein Eq 11: below the threshold F^p does not change (bit for bit); a change of volume alone is
    never plastic (F* = I), however large. alpha still integrates (Eq 14). */
 static void test_below_yield_nothing_flows(void **state)
 {
@@ -140,7 +140,7 @@ static void test_zero_yield_adopts_deformation(void **state)
     assert_true(last < 1e-10);
 }
 
-/* Eq 13 with K > 0: the flow fraction falls as alpha accumulates, and flow stops once K alpha
+/* Falkenstein Eq 13 with K > 0: the flow fraction falls as alpha accumulates, and flow stops once K alpha
    reaches nu |F* - I| - lambda; with K = 0 the same cluster flows all the way. */
 static void test_hardening_slows_and_stops_flow(void **state)
 {
@@ -194,7 +194,7 @@ static void test_degenerate_deformation_is_skipped(void **state)
     }
 }
 
-/* Eq 14 as printed integrates |F^e - I|, which a rotation alone makes 2 for a quarter turn: a body at rest, turned, hardens. The default measure (|F^e - R|) does not. */
+/* Falkenstein Eq 14 as printed integrates |F^e - I|, which a rotation alone makes 2 for a quarter turn: a body at rest, turned, hardens. The default measure (|F^e - R|) does not. */
 static void test_rotation_alone_accumulates_no_stress(void **state)
 {
     (void)state;
@@ -232,7 +232,7 @@ static const char *const modes[][2] = {
     {"solver.mode=quadratic", "solver.beta=0.6"}};
 static const char *const rotations[] = {"solver.rotation=polar_f", "solver.rotation=polar_apq"};
 
-/* Eq 16: particles sitting in the plastic rest shape (x = Q S r + t while every cluster has
+/* Falkenstein Eq 16: particles sitting in the plastic rest shape (x = Q S r + t while every cluster has
    F^p = P_c S, a different left rotation P_c each) are their own goals: no elastic force, in every
    mode and with both rotations, and a step of every integrator leaves them where they are. */
 static void test_plastic_rest_shape_is_in_equilibrium(void **state)

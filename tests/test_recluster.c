@@ -129,7 +129,7 @@ static void test_plastic_bar_invariants(void **state)
 
 /* The bar's positions rotated rigidly by Q, and every cluster's F^p a different rotation P_c (the
    left rotations the flow rule leaves in F^p): R_c = Q P_c^T maps each plastic rest shape onto
-   the world exactly, so Eq 21 has a zero minimum. */
+   the world exactly, so Falkenstein Eq 21 has a zero minimum. */
 static void rotated_bar(run *R, csm_rng *g)
 {
     const char *sets[] = {"plasticity.model=none"};
@@ -141,7 +141,7 @@ static void rotated_bar(run *R, csm_rng *g)
     for (int32_t c = 0; c < w->C.k; c++) random_rotation(g, &w->C.Fp[9 * c]);
 }
 
-/* sum w m |p|^2 over every membership: the size of Eq 21 when nothing fits. */
+/* sum w m |p|^2 over every membership: the size of Falkenstein Eq 21 when nothing fits. */
 static double rest_scale(const csm_clusters *C)
 {
     double scale = 0;
@@ -166,17 +166,17 @@ static void test_embedding_zero_residual(void **state)
     double energy;
     csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &energy);
     assert_true(energy < 1e-24 * scale);
-    /* from a perturbed start every Jacobi sweep lowers Eq 21 (block coordinate descent) and the
+    /* from a perturbed start every Jacobi sweep lowers Falkenstein Eq 21 (block coordinate descent) and the
        sweeps go back to zero */
     for (int32_t a = 0; a < E.np; a++)
         for (int d = 0; d < 3; d++) E.e[3 * E.particle[a] + d] += 0.02 * (2 * csm_rng_uniform(&g) - 1);
     double start = csm_embedding_energy(&E, &w->C, csm_svd3_lapacke), last = start;
     for (int it = 0; it < 400; it++) {
         csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 1, 1e-8, &energy);
-        if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale)) fail_msg("sweep %d raised Eq 21 from %g to %g", it, last, energy);
+        if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale)) fail_msg("sweep %d raised Falkenstein Eq 21 from %g to %g", it, last, energy);
         last = energy;
     }
-    if (!(last < 1e-6 * start)) fail_msg("400 sweeps left Eq 21 at %g of %g", last, start);
+    if (!(last < 1e-6 * start)) fail_msg("400 sweeps left Falkenstein Eq 21 at %g of %g", last, start);
     csm_embedding_free(&E);
     run_stop(&R);
 }
@@ -199,7 +199,7 @@ static void test_nonlinear_below_linear(void **state)
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 7), 0);
     csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &nonlinear);
     double scale = rest_scale(&w->C);
-    print_message("Eq 21 on the rotated bar: linear %.3g, nonlinear %.3g (of sum w m |p|^2 = %.3g)\n", linear,
+    print_message("Falkenstein Eq 21 on the rotated bar: linear %.3g, nonlinear %.3g (of sum w m |p|^2 = %.3g)\n", linear,
                   nonlinear, scale);
     assert_true(linear > 1e-3 * scale);
     assert_true(nonlinear < 1e-12 * linear);

@@ -70,6 +70,7 @@ static int radius_clusters(const csm_particles *p, int32_t first, int32_t count,
     return 0;
 }
 
+/* Bargteil-Jones 2014 Sec 2: seeds in a random order, each gathering the particles within d. */
 static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
                                int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
 {
@@ -114,6 +115,7 @@ static const csm_param_spec per_particle_table[] = {
     CSM_PARAM_END,
 };
 
+/* Bender et al.: a region around every particle; w_ic = 1 / n_i are the modified masses m_i / |R_i|. */
 static int per_particle_build(const csm_plugin_cfg *cfg, const csm_particles *p, int32_t first,
                               int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
 {

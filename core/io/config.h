@@ -1,4 +1,4 @@
-/* Experiment configs (DESIGN.md "Configs"): YAML or JSON parsed with libfyaml into a small tree
+/* Experiment configs (docs/DESIGN.md "Configs"): YAML or JSON parsed with libfyaml into a small tree
    that keeps the file and line of every node, `--set key.path=value` overrides applied to that
    tree, then every section validated against a parameter table. Defaults are inserted into the
    tree, so the tree printed back is the resolved config stored in every log. */

@@ -166,7 +166,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
         free(log);
         return -1;
     }
-    /* SWMR needs the latest file format (DESIGN.md: HDF5 SWMR) */
+    /* SWMR needs the latest file format (docs/DESIGN.md: HDF5 SWMR) */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
     errno = 0;

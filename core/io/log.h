@@ -1,4 +1,4 @@
-/* The HDF5 log (DESIGN.md "The HDF5 log"): one file per run, frames appended to chunked,
+/* The HDF5 log (docs/DESIGN.md "The HDF5 log"): one file per run, frames appended to chunked,
    extendible datasets and flushed every frame, so a killed run leaves a readable file holding
    every frame written; an XDMF sidecar (.xmf) lets ParaView open the particle time series. */
 #ifndef CSM_LOG_H

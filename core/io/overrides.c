@@ -82,7 +82,7 @@ int csm_override_apply(csm_node *root, const char *text, int index, csm_error *e
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* sweep: key paths to lists of values (DESIGN.md "Configs"); the run set is their product.   */
+/* sweep: key paths to lists of values (docs/DESIGN.md "Configs"); the run set is their product.   */
 
 void csm_sweep_free(csm_config *cfg)
 {

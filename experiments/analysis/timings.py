@@ -13,7 +13,7 @@ the logged frames are a sample of every every-th frame)
                 about a third of it)
   embedding     the embedding optimisation alone
   total         the whole frame, diagnostics included (logging excluded)
-and, from /recluster/events, the clusters removed and added over the run and the median Eq 21
+and, from /recluster/events, the clusters removed and added over the run and the median Falkenstein Eq 21
 energy of the additions; from experiments/analysis/plasticity.py, whether the run stayed stable.
 """
 import argparse
@@ -51,7 +51,7 @@ def timings(path):
 
 def table(rows, labels):
     out = ["| run | reclusterer | dynamics | plasticity | reclustering | embedding | total | removed / added "
-           "| clusters first / last | Eq 21 median | stable |",
+           "| clusters first / last | Falkenstein Eq 21 median | stable |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = labels.get(r["name"], r["name"])

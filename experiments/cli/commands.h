@@ -1,4 +1,4 @@
-/* The `csm` subcommands (DESIGN.md "The command line"). Each returns the process exit status. */
+/* The `csm` subcommands (docs/DESIGN.md "The command line"). Each returns the process exit status. */
 #ifndef CSM_COMMANDS_H
 #define CSM_COMMANDS_H
 

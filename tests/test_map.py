@@ -1,0 +1,122 @@
+"""docs/MAP.md holds the tree to account: every #include crosses only the lines its folder table
+draws, and every equation row names a function that exists in its file and cites its paper and
+equation (in the comment above it or in its body). Every line of the C code that cites an
+equation or an algorithm names its paper. Usage: test_map.py SOURCE_ROOT"""
+import os
+import re
+import subprocess
+import sys
+
+root = sys.argv[1]
+failed = []
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    failed.append(msg)
+
+
+def table(text, heading):
+    """The rows of the first Markdown table after `heading`, as lists of cells."""
+    part = text.split(heading, 1)[1]
+    rows = []
+    for line in part.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif rows:
+            break
+    return rows[1:]  # without the header
+
+
+def names(cell):
+    return re.findall(r"`([^`]+)`", cell)
+
+
+text = open(os.path.join(root, "docs/MAP.md")).read()
+try:
+    files = subprocess.check_output(["git", "-C", root, "ls-files"], stderr=subprocess.DEVNULL).decode().split()
+except (OSError, subprocess.CalledProcessError):  # a copy of the tree without its history
+    files = [os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+             if not os.path.relpath(d, root).startswith(("build", ".git", "out", "data/meshes"))]
+code = [f for f in files if f.endswith((".c", ".h"))]
+
+# --- includes ------------------------------------------------------------------------------
+rules = {}
+for cells in table(text, "## Folders"):
+    rules[names(cells[0])[0]] = set(names(cells[2]))
+headers = {}
+for f in files:
+    if f.endswith(".h"):
+        headers.setdefault(os.path.basename(f), set()).add(os.path.dirname(f))
+headers.setdefault("csm_version.h", set()).add("core")  # generated into the build tree
+crossings = 0
+for f in code:
+    folder = os.path.dirname(f)
+    rule = rules.get(f, rules.get(folder))
+    if rule is None:
+        fail(f"{f}: its folder {folder}/ has no row in docs/MAP.md")
+        continue
+    for m in re.finditer(r'^#include "([^"]+)"', open(os.path.join(root, f)).read(), re.M):
+        owners = headers.get(os.path.basename(m.group(1)))
+        if not owners:
+            fail(f"{f}: includes {m.group(1)}, which is no header of the tree")
+            continue
+        if folder in owners:
+            continue  # a folder's own headers are always allowed
+        if not owners & rule:
+            fail(f"{f}: includes {m.group(1)} from {'/'.join(sorted(owners))}/, which docs/MAP.md does not allow")
+        crossings += 1
+print(f"ok: {len(code)} files, {crossings} includes across folders checked against the map")
+
+# --- equations ------------------------------------------------------------------------------
+def region(source, function):
+    """The comment block above a function's definition and its body."""
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        if re.match(r"^(static )?(inline )?[\w\s\*]*\b%s\(" % re.escape(function), line) and not line.rstrip().endswith(";"):
+            start = i
+            while start > 0 and (lines[start - 1].strip().startswith(("/*", "*")) or lines[start - 1].strip().endswith("*/")
+                                 or lines[start - 1].startswith("   ")):
+                start -= 1
+            end = i
+            while end < len(lines) and lines[end] != "}":
+                end += 1
+            return "\n".join(lines[start:end + 1])
+    return None
+
+
+rows = table(text, "## Equations")
+for paper, equation, file_cell, function_cell in rows:
+    path, function = names(file_cell)[0], names(function_cell)[0]
+    full = os.path.join(root, path)
+    if not os.path.exists(full):
+        fail(f"{paper} {equation}: {path} does not exist")
+        continue
+    body = region(open(full).read(), function)
+    if body is None:
+        fail(f"{paper} {equation}: {path} defines no {function}")
+        continue
+    short = paper.split()[0]
+    if short not in body and not (short == "Müller" and "Muller" in body):
+        fail(f"{paper} {equation}: {path} {function} does not name {short}")
+    if equation not in body:
+        fail(f"{paper} {equation}: {path} {function} does not cite '{equation}'")
+print(f"ok: {len(rows)} equations of the papers found where docs/MAP.md says")
+
+# --- every citation names its paper ---------------------------------------------------------
+papers = re.compile(r"Müller|Muller|Bender|Bargteil|Falkenstein|Jones|Bridson|Jacobson|Barill|Van Oosterom")
+cite = re.compile(r"\b(Eqs?\.?|Algorithm)\s+\d")
+bare = 0
+for f in code:
+    lines = open(os.path.join(root, f)).read().split("\n")
+    for n, line in enumerate(lines, 1):
+        if cite.search(line) and not papers.search(line) and not papers.search(lines[n - 2] if n > 1 else ""):
+            fail(f"{f}:{n}: cites an equation without naming its paper: {line.strip()}")
+            bare += 1
+if not bare:
+    print("ok: every equation cited in the C code names its paper")
+
+if failed:
+    sys.exit(f"{len(failed)} problem(s) with docs/MAP.md")
