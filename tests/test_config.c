@@ -179,6 +179,11 @@ static void test_values(void **state)
         {"  beta: 1.5\n", "@:7: solver.beta = 1.5 is outside [0, 1]"},
         {"  gamma: -1\n", "@:7: solver.gamma = -1 is outside"},
         {"  iterations: 2.5\n", "@:7: solver.iterations = 2.5 must be an integer"},
+        /* one rule for YAML tags: none is taken, whatever it says (a key's table gives its type) */
+        {"  alpha: !!str 0.3\n", "@:7: YAML tag '!!str': configs take no tags"},
+        {"  alpha: !!float \"0.3\"\n", "@:7: YAML tag '!!float'"},
+        {"  rotation: !!int polar_f\n", "@:7: YAML tag '!!int'"},
+        {"  damping: !mine 0.1\n", "@:7: YAML tag '!mine'"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         snprintf(text, sizeof text, "%s%s", GOOD_BASE, cases[k][0]);
@@ -186,6 +191,7 @@ static void test_values(void **state)
     }
     EXPECT("objects:\n  - shape: {type: box}\nsolver: {integrator: verlet}\n",
            "@:3: solver.integrator = 'verlet' is not a known integrator (valid: shape_matching");
+    EXPECT("objects: !!seq\n  - shape: {type: box}\n", "@:1: YAML tag '!!seq'");
     EXPECT("time: {frames: 2.5}\nobjects:\n  - shape: {type: box}\n", "@:1: time.frames = 2.5 must be an integer");
     EXPECT("time: {dt: 0}\nobjects:\n  - shape: {type: box}\n", "time.dt = 0 is outside");
     EXPECT("objects:\n  - shape: {type: box, size: [1, 1]}\n", "@:2: objects[0].shape.size must be a list of three numbers");

@@ -162,6 +162,24 @@ int csm_yaml_parse(const char *file, const char *str, const char *src, csm_node 
                               "%s:%d: YAML aliases are not supported in configs", src, line);
         } else if (type == FYET_SCALAR || type == FYET_MAPPING_START || type == FYET_SEQUENCE_START) {
             csm_node *parent = depth ? stack[depth - 1] : NULL;
+            /* One rule for tags: a value's type comes from its key's parameter table, so a tag
+               (!!str, !!int, a local !tag) could only disagree with it; every tag is refused. */
+            struct fy_token *tag = type == FYET_SCALAR           ? ev->scalar.tag
+                                   : type == FYET_MAPPING_START ? ev->mapping_start.tag
+                                                                 : ev->sequence_start.tag;
+            if (tag && status == 0) {
+                size_t tlen = 0;
+                const char *tt = fy_token_get_text(tag, &tlen);
+                static const char core_prefix[] = "tag:yaml.org,2002:"; /* shown as written: !!str */
+                size_t cp = sizeof core_prefix - 1;
+                if (tt && tlen > cp && !strncmp(tt, core_prefix, cp))
+                    snprintf(wbuf, sizeof wbuf, "!!%.*s", (int)(tlen - cp < 64 ? tlen - cp : 64), tt + cp);
+                else
+                    snprintf(wbuf, sizeof wbuf, "%.*s", (int)(tlen < 64 ? tlen : 64), tt ? tt : "");
+                status = csm_fail(err, CSM_EXIT_BAD_INPUT,
+                                  "%s:%d: YAML tag '%s': configs take no tags (a value's type comes from its key; csm "
+                                  "list shows each key's type)", src, mark_line(tag), wbuf);
+            }
             if (type == FYET_SCALAR) {
                 size_t len = 0;
                 const char *t = fy_token_get_text(ev->scalar.value, &len);
