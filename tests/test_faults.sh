@@ -112,6 +112,16 @@ done
 rc=$?
 check "write error: exit 1 (got $rc)" [ $rc -eq 1 ]
 check "write error: one line naming the file and frame" grep -qE "full_disk.h5: write error at frame [0-9]+ \(file size limit\)" "$tmp/disk.out"
+# a resume with no more room is refused before it writes anything: the log stays readable (a resume
+# that found no room used to leave it unreadable)
+(
+    ulimit -f 3000
+    exec "$csm" run --resume "$tmp/full_disk.h5"
+) >"$tmp/noroom.out" 2>&1
+rc=$?
+check "no room: the resume exits 1 (got $rc)" [ $rc -eq 1 ]
+check "no room: it says what room there is and what it needs" \
+    grep -qE "full_disk.h5: .* left under the file size limit \(ulimit -f\), and a resume needs .*; nothing was written" "$tmp/noroom.out"
 # like a crash, the log needs its open-for-writing mark cleared, which csm info does (docs/DESIGN.md)
 "$csm" info "$tmp/full_disk.h5" >"$tmp/disk_info.txt" 2>&1
 check "write error: csm info reads the log" grep -q "stopped without closing it" "$tmp/disk_info.txt"
@@ -121,6 +131,32 @@ ok=no
 check "write error: h5py reads the $T frames before it" [ $ok = yes ]
 "$csm" run --resume "$tmp/full_disk.h5" >/dev/null 2>&1
 check "write error: resumed with room = uninterrupted" [ "$(compare "$tmp/full.h5" "$tmp/full_disk.h5")" = same ]
+
+# --- a full disk (a 4 MB tmpfs, where this machine lets the test mount one) ------------------
+small="$tmp/small"
+mkdir -p "$small"
+if mount -t tmpfs -o size=4m tmpfs "$small" 2>/dev/null; then
+    trap 'umount "$small" 2>/dev/null; rm -rf "$tmp"' EXIT
+    "$csm" run "$cube" "${long[@]}" -o "$small/v.h5" >"$tmp/tmpfs.out" 2>&1
+    check "full disk: the run stops on a write error" grep -qE "write error at frame [0-9]+ \(disk full\)" "$tmp/tmpfs.out"
+    # read as it stands, writing nothing: the killed writer's mark stays until csm clears it
+    swmr_frames() { "$py" -c "import sys, h5py; print(len(h5py.File(sys.argv[1], 'r', swmr=True)['frames/time']))" "$1" 2>/dev/null; }
+    T0=$(swmr_frames "$small/v.h5")
+    "$csm" run --resume "$small/v.h5" >"$tmp/tmpfs_resume.out" 2>&1
+    rc=$?
+    check "full disk: the resume is refused, exit 1 (got $rc)" [ $rc -eq 1 ]
+    check "full disk: it says the room is missing" grep -q "free on its file system, and a resume needs" "$tmp/tmpfs_resume.out"
+    T1=$(swmr_frames "$small/v.h5")
+    ok=no
+    [ "${T0:-0}" -ge 2 ] && [ "${T1:-0}" = "$T0" ] && ok=yes
+    check "full disk: the log still reads, all its $T0 frames ($T1 after the refused resume)" [ $ok = yes ]
+    mount -o remount,size=64m "$small"
+    "$csm" run --resume "$small/v.h5" >/dev/null 2>&1
+    check "full disk: with room, the resume = uninterrupted" [ "$(compare "$tmp/full.h5" "$small/v.h5")" = same ]
+    umount "$small"
+else
+    echo "note: no tmpfs here; the file size limit above stands for a full disk"
+fi
 
 # --- blow-ups -----------------------------------------------------------------------------
 # an explicit step of a stiff force with no shape matching to hold it diverges

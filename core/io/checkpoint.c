@@ -232,6 +232,9 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     const csm_world *w = &sim->w;
     char note[512];
     int live = 0;
+    /* before anything is written to it, recovery included: a resume on a full disk used to leave
+       the log unreadable */
+    if (csm_log_check_room(path, err)) return -1;
     hid_t probe = csm_log_open_read(path, 1, &live, note, sizeof note);
     if (probe < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
     H5Fclose(probe);
@@ -310,9 +313,8 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
 
 int csm_log_read_config(const char *path, char **config, char **name, csm_error *err)
 {
-    char note[512];
     *config = *name = NULL;
-    hid_t f = csm_log_open_read(path, 0, NULL, note, sizeof note);
+    hid_t f = csm_log_open_untouched(path); /* a resume checks for room before anything is written */
     if (f < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not an HDF5 file (or unreadable)", path);
     *config = csm_log_string_attr_dup(f, "config");
     *name = csm_log_string_attr_dup(f, "config_file");

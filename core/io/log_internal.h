@@ -176,5 +176,11 @@ void csm_log_trim_after_crash(const char *path, hid_t file);
 /* recover.c */
 /* Open for writing, clearing the open-for-writing mark a killed writer left. */
 hid_t csm_log_open_clearing(const char *path);
+/* Before a resume writes anything: room for its set-up and two frames on the log's file system
+   and under the file size limit. A log a write failed on is left as it is, not made worse. */
+int csm_log_check_room(const char *path, csm_error *err);
+/* Open a log read-only as it stands, a live or killed writer's too, writing nothing (no
+   recovery); -1 when it is not a readable HDF5 file. */
+hid_t csm_log_open_untouched(const char *path);
 
 #endif

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 /* A log is written in HDF5's single-writer/multiple-reader mode (SWMR): the superblock marks the
    file as open for writing until the writer closes it, and ordinary readers refuse a file so
@@ -135,4 +138,62 @@ int csm_log_status(const char *path, char *status, int size, int64_t *frames)
     }
     H5Fclose(f);
     return rc;
+}
+
+hid_t csm_log_open_untouched(const char *path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0) return -1;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    return f >= 0 ? f : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+}
+
+/* Frames a log holds, read without writing anything (-1: not readable as it stands). */
+static int64_t frames_read_only(const char *path)
+{
+    hid_t f = csm_log_open_untouched(path);
+    if (f < 0) return -1;
+    int64_t frames = -1;
+    hid_t ds = H5Lexists(f, "/frames/time", H5P_DEFAULT) > 0 ? H5Dopen2(f, "/frames/time", H5P_DEFAULT) : -1;
+    if (ds >= 0) {
+        frames = (int64_t)csm_h5_rows(ds);
+        H5Dclose(ds);
+    }
+    H5Fclose(f);
+    return frames;
+}
+
+static void bytes_text(uint64_t b, char *buf, size_t size)
+{
+    if (b >= (1ull << 30)) snprintf(buf, size, "%.1f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20)) snprintf(buf, size, "%.1f MiB", (double)b / (1ull << 20));
+    else snprintf(buf, size, "%.0f KiB", (double)b / 1024);
+}
+
+int csm_log_check_room(const char *path, csm_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return 0; /* opening it says what is wrong */
+    int64_t frames = frames_read_only(path);
+    uint64_t size = (uint64_t)st.st_size, per_frame = frames > 0 ? size / (uint64_t)frames : size;
+    uint64_t need = 2 * per_frame + (4ull << 20), room = UINT64_MAX;
+    const char *what = "free on its file system";
+    struct statvfs v;
+    if (statvfs(path, &v) == 0) room = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        uint64_t below = (uint64_t)rl.rlim_cur > size ? (uint64_t)rl.rlim_cur - size : 0;
+        if (below < room) {
+            room = below;
+            what = "left under the file size limit (ulimit -f)";
+        }
+    }
+    if (room >= need) return 0;
+    char have[32], want[32];
+    bytes_text(room, have, sizeof have);
+    bytes_text(need, want, sizeof want);
+    return csm_fail(err, CSM_EXIT_FAILURE,
+                    "%s: %s %s, and a resume needs %s (its set-up and two frames); nothing was written, the log keeps "
+                    "its %lld frames: make room and resume again",
+                    path, have, what, want, (long long)(frames > 0 ? frames : 0));
 }
