@@ -15,7 +15,8 @@ static const struct {
             "  csm run --resume LOG.h5 [--frames N] [--threads N]\n"
             "                                          continue an interrupted, killed or failed-to-write log\n"},
     {"sweep", "  csm sweep CONFIG [-o DIR] [--set key=value]... [--frames N] [--jobs N] [--threads N]\n"
-              "            [--shard K/N] [--list]          every run of the config's sweep: one log each + index.csv\n"},
+              "            [--shard K/N] [--list] [--max-runs N]\n"
+              "                                          every run of the config's sweep: one log each + index.csv\n"},
     {"check", "  csm check CONFIG [--set key=value]...   validate, print the resolved config\n"},
     {"list", "  csm list                                every plugin with its parameters\n"},
     {"info", "  csm info OUT.h5                         what a log holds\n"},

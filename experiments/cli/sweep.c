@@ -7,6 +7,7 @@
    every N-th run. */
 #include "commands.h"
 #include "args.h"
+#include "files.h"
 #include "lock.h"
 
 #include "config.h"
@@ -35,7 +36,7 @@ typedef struct sweep_args {
     const char *config, *dir;
     const char **sets;
     int nsets;
-    int jobs, threads, list, shard_k, shard_n;
+    int jobs, threads, list, shard_k, shard_n, max_runs;
     char frames_set[64];
     csm_args args; /* owns sets */
 } sweep_args;
@@ -50,7 +51,11 @@ typedef struct sweep {
 
 static const char *usage_line =
     "usage: csm sweep CONFIG [-o DIR] [--set key=value]... [--frames N] [--jobs N] [--threads N] "
-    "[--shard K/N] [--list]";
+    "[--shard K/N] [--list] [--max-runs N]";
+
+/* The most runs a sweep expands unless --max-runs says more: past it a sweep is most likely a
+   mistake (a list where a range was meant), and its configs alone take minutes to resolve. */
+#define CSM_SWEEP_MAX_RUNS 10000
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -128,8 +133,10 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         {"--threads", NULL, CSM_ARG_THREADS, &a->threads, 0, NULL},
         {"--shard", NULL, CSM_ARG_TEXT, &shard, 0, NULL},
         {"--list", NULL, CSM_ARG_FLAG, &a->list, 0, NULL},
+        {"--max-runs", NULL, CSM_ARG_COUNT, &a->max_runs, 1, NULL},
         {NULL, NULL, 0, NULL, 0, NULL},
     };
+    a->max_runs = CSM_SWEEP_MAX_RUNS;
     int rc = csm_args_parse(argc, argv, options, 1, &a->args);
     a->sets = a->args.sets;
     a->nsets = a->args.nsets;
@@ -201,19 +208,72 @@ static void describe(const sweep *s, const sweep_run *r, char *buf, size_t size)
     }
 }
 
+/* Runs already planned, by id: an open-addressing table of run indices (-1: empty), so that a
+   sweep of n runs finds its duplicates in O(n). */
+typedef struct id_set {
+    int *slot;
+    size_t cap;
+} id_set;
+
+static size_t id_slot(const id_set *t, const char *id)
+{
+    uint64_t h = fnv(1469598103934665603ull, id);
+    return (size_t)(h & (t->cap - 1));
+}
+
+/* The index of a run with this id, or -1 after adding `index` under it. */
+static int id_find_or_add(id_set *t, const sweep *s, const char *id, int index)
+{
+    for (size_t k = id_slot(t, id);; k = (k + 1) & (t->cap - 1)) {
+        if (t->slot[k] < 0) {
+            t->slot[k] = index;
+            return -1;
+        }
+        if (!strcmp(s->runs[t->slot[k]].id, id)) return t->slot[k];
+    }
+}
+
+/* "3 x 4 x 2" */
+static void product_text(const sweep *s, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < s->base.nsweep && used < size; k++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%d %s", k ? " x " : "", s->base.sweep[k].nvalues,
+                                 s->base.sweep[k].key);
+}
+
 /* Expand the product, resolve every run's config (a bad value stops the sweep before anything
-   runs) and name each run by its hash. Runs that resolve to the same config run once. */
+   runs) and name each run by its hash. Runs that resolve to the same config run once. The count
+   comes first: a sweep of more than --max-runs runs (default CSM_SWEEP_MAX_RUNS) is refused
+   before anything is expanded. The config file is read once; each run parses it from memory. */
 static int plan(sweep *s, csm_error *err)
 {
     int na = s->base.nsweep;
-    long total = 1;
-    for (int k = 0; k < na; k++) {
-        total *= s->base.sweep[k].nvalues;
-        if (total > 1000000) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the sweep has over a million runs", s->a.config);
-    }
+    double total_d = 1;
+    for (int k = 0; k < na; k++) total_d *= s->base.sweep[k].nvalues;
+    char product[1024];
+    product_text(s, product, sizeof product);
+    if (total_d > s->a.max_runs)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                        "%s: the sweep has %.0f runs (%s), over the limit of %d; sweep fewer values, or give "
+                        "--max-runs %.0f to run them all", s->a.config, total_d, product, s->a.max_runs, total_d);
+    long total = (long)total_d;
+    int tty = isatty(STDERR_FILENO);
+    if (total >= 1000) fprintf(stderr, "csm: sweep %s: %ld runs (%s); resolving their configs\n", s->base.name, total, product);
+    char *text;
+    size_t len;
+    if (csm_read_file(s->a.config, "config", CSM_CONFIG_MAX_BYTES, &text, &len, err)) return -1;
+    id_set ids = {NULL, 1};
+    while (ids.cap < 2 * (size_t)total + 2) ids.cap *= 2;
+    ids.slot = malloc(ids.cap * sizeof *ids.slot);
     s->runs = calloc((size_t)total, sizeof *s->runs);
-    if (!s->runs) abort();
-    for (long i = 0; i < total; i++) {
+    if (!s->runs || !ids.slot) abort();
+    memset(ids.slot, 0xff, ids.cap * sizeof *ids.slot);
+    int rc_plan = 0;
+    for (long i = 0; i < total && !rc_plan; i++) {
+        if (tty && total >= 1000 && i % 1000 == 0)
+            fprintf(stderr, "\rcsm: resolved %ld of %ld runs", i, total);
         sweep_run *r = &s->runs[s->nruns];
         r->pick = calloc((size_t)na + 1, sizeof *r->pick);
         if (!r->pick) abort();
@@ -230,7 +290,7 @@ static int plan(sweep *s, csm_error *err)
         o[no++] = strdup("output.path=\"\"");
         csm_config cfg;
         csm_error e = {{0}, 0};
-        int rc = csm_config_load(s->a.config, (const char *const *)o, no, &cfg, &e);
+        int rc = csm_config_load_text(s->a.config, text, (const char *const *)o, no, &cfg, &e);
         free_strings(o, no);
         if (rc) {
             /* an error in a swept value names the sweep's key and line, not the override */
@@ -245,21 +305,22 @@ static int plan(sweep *s, csm_error *err)
                 csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep run %ld (%s): %s", s->a.config, i, what, e.msg);
             }
             free(r->pick);
-            return -1;
+            rc_plan = -1;
+            break;
         }
         short_hash(cfg.root, r->id);
         csm_config_free(&cfg);
-        int dup = -1;
-        for (int j = 0; j < s->nruns && dup < 0; j++)
-            if (!strcmp(s->runs[j].id, r->id)) dup = j;
-        if (dup >= 0) {
+        if (id_find_or_add(&ids, s, r->id, s->nruns) >= 0) {
             fprintf(stderr, "csm: note: sweep run %ld resolves to the same config as run %s; it runs once\n", i, r->id);
             free(r->pick);
             continue;
         }
         s->nruns++;
     }
-    return 0;
+    if (tty && total >= 1000) fprintf(stderr, "\r\033[K");
+    free(ids.slot);
+    free(text);
+    return rc_plan;
 }
 
 static void path_of(const sweep *s, const char *id, const char *ext, char *buf, size_t size)
