@@ -4,7 +4,8 @@
 #                             Bargteil-Jones 2014 Fig 1); meshes a config names are fetched first
 #   ./build.sh test           install what is missing, fetch the meshes, build with warnings as
 #                             errors, run every test
-#   ./build.sh fuzz [SECONDS] install clang, build the libFuzzer targets (in build-fuzz/), run each
+#   ./build.sh fuzz [SECONDS] install clang, build the libFuzzer targets (in build-fuzz/: the config
+#                             loader, the mesh readers, --set, the sweep expansion), run each
 #                             from its seed corpus in tests/fuzz/ for SECONDS (default 60; 0 runs
 #                             the seeds only)
 #   ./build.sh figures        install what is missing, build, regenerate every reproduced figure
@@ -83,7 +84,7 @@ fuzz)
     # 0 seconds: replay the seed corpus only (what CI does)
     limit=(-max_total_time="$seconds")
     [ "$seconds" = 0 ] && limit=(-runs=0)
-    for target in config mesh; do
+    for target in config mesh set sweep; do
         # the corpus grows in a scratch folder; tests/fuzz/ keeps the seeds
         work=$(mktemp -d)
         echo "csm: fuzzing the $target loader for $seconds s (0: the seeds only)"

@@ -258,6 +258,12 @@ static void test_overrides(void **state)
     expect_error_sets(GOOD, strlen(GOOD), index, 1, "'3' is not an index of a list of 1", NULL);
     const char *unknown[] = {"solver.betta=1"};
     expect_error_sets(GOOD, strlen(GOOD), unknown, 1, "--set #1: unknown key solver.betta", NULL);
+    /* a --set value is text as a config is: an invalid byte in a directive hung the parser
+       (found by fuzz_set; tests/fuzz/set/directive_hang) */
+    const char *directive[] = {"time.frames=2", "sweep=%solver.a\xc5lpha: [0.1, 02\xff\xff.}"};
+    expect_error_sets(GOOD, strlen(GOOD), directive, 2, "--set #2: not UTF-8 text (byte 0xc5)", NULL);
+    const char *control[] = {"name=a\x01" "b"};
+    expect_error_sets(GOOD, strlen(GOOD), control, 1, "--set #1: a control character (byte 0x01)", NULL);
 }
 
 /* Every shipped config's resolved text (what a log keeps, and what csm run --resume reads back)

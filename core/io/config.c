@@ -289,36 +289,12 @@ static int load_plugins(csm_node *root, const char *config_path, csm_error *err)
     return 0;
 }
 
-/* A config is UTF-8 text (YAML 1.2 Sec 5.1-5.2): a NUL byte, another control character or a
-   malformed sequence is refused
-   before parsing (libfyaml accepts NUL bytes silently in some inputs, and hangs on an invalid
-   byte in a directive line). */
+/* A config is UTF-8 text without control characters (csm_text_check). */
 static int check_text(const unsigned char *s, size_t n, const char *path, csm_error *err)
 {
-    int line = 1;
-    for (size_t k = 0; k < n; k++) {
-        unsigned c = s[k];
-        if (c == '\n') line++;
-        if (c == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: binary data (a NUL byte) in a config", path, line);
-        /* YAML's printable set (Sec 5.1): of the C0 controls only tab, line feed and return */
-        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a control character (byte 0x%02x) in a config", path,
-                            line, c);
-        if (c < 0x80) continue;
-        /* the length of the sequence and the range of its second byte */
-        int more = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
-        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
-        int ok = more > 0 && k + (size_t)more < n;
-        for (int j = 1; ok && j <= more; j++) {
-            unsigned d = s[k + (size_t)j];
-            ok = j == 1 ? d >= lo && d <= hi : d >= 0x80 && d <= 0xbf;
-        }
-        if (!ok)
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: not UTF-8 text (byte 0x%02x); a config is text", path,
-                            line, c);
-        k += (size_t)more;
-    }
-    return 0;
+    char why[128];
+    int line = csm_text_check(s, n, why, sizeof why);
+    return line ? csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: %s", path, line, why) : 0;
 }
 
 /* Parse `text` (a config in memory, named `path` in messages) or, when it is NULL, the file at

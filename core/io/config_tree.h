@@ -20,6 +20,9 @@ csm_node *csm_node_scalar(const char *text, const char *src, int line);
 const char *csm_node_where(const csm_node *n, char *buf, size_t size);
 /* Print a note once per process (a sweep loads its config once per run). */
 void csm_note_once(const char *msg);
+/* 0 when text of n bytes is UTF-8 without control characters (but tab and line breaks), as a
+   config must be; else the 1-based line of the first byte that is not, and what it is in why. */
+int csm_text_check(const unsigned char *s, size_t n, char *why, size_t size);
 /* Parse YAML text (the file at `file` when set, else `str`) into a tree whose nodes name `src`. */
 int csm_yaml_parse(const char *file, const char *str, const char *src, csm_node **out, csm_error *err);
 /* The tree as block YAML (malloc'd): the resolved config. */

@@ -16,8 +16,9 @@ int csm_override_apply(csm_node *root, const char *text, int index, csm_error *e
     char keypath[512];
     snprintf(keypath, sizeof keypath, "%.*s", (int)(eq - text), text);
     csm_node *value = NULL;
-    char src[600];
-    snprintf(src, sizeof src, "--set %s", text);
+    char why[128];
+    if (csm_text_check((const unsigned char *)text, strlen(text), why, sizeof why))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "--set #%d: %s", index, why);
     if (csm_yaml_parse(NULL, eq + 1, "--set", &value, err)) {
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "--set %s: the value is not valid YAML", text);
     }

@@ -391,3 +391,38 @@ char *csm_yaml_emit_flow(const csm_node *n)
     emit_flow(&b, n);
     return b.s ? b.s : csm_dupstr("\"\"", 2);
 }
+
+/* YAML's printable set (YAML 1.2 Sec 5.1-5.2): a NUL byte, another control character or a
+   malformed UTF-8 sequence is refused before parsing (libfyaml accepts NUL bytes silently in some
+   inputs, and hangs on an invalid byte in a directive line, of a config or of a --set value). */
+int csm_text_check(const unsigned char *s, size_t n, char *why, size_t size)
+{
+    int line = 1;
+    for (size_t k = 0; k < n; k++) {
+        unsigned c = s[k];
+        if (c == '\n') line++;
+        if (c == 0) {
+            snprintf(why, size, "binary data (a NUL byte) in a config");
+            return line;
+        }
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+            snprintf(why, size, "a control character (byte 0x%02x) in a config", c);
+            return line;
+        }
+        if (c < 0x80) continue;
+        /* the length of the sequence and the range of its second byte */
+        int more = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        int ok = more > 0 && k + (size_t)more < n;
+        for (int j = 1; ok && j <= more; j++) {
+            unsigned d = s[k + (size_t)j];
+            ok = j == 1 ? d >= lo && d <= hi : d >= 0x80 && d <= 0xbf;
+        }
+        if (!ok) {
+            snprintf(why, size, "not UTF-8 text (byte 0x%02x); a config is text", c);
+            return line;
+        }
+        k += (size_t)more;
+    }
+    return 0;
+}
