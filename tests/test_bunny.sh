@@ -3,6 +3,7 @@
 # 2,020 particles in 26 clusters; it falls, bounces and stays above the ground, undamped and damped.
 # The elephant with holes samples like the closed one. A malformed mesh stops `csm run` with exit 2 and the mesh's file and line.
 source "$(dirname "$0")/lib.sh" "$@"
+set -e # a command that fails ends the test; the checks count and finish reports
 "$root/data/fetch_meshes.sh" --check
 "$csm" run "$root/experiments/configs/bunny.yaml" -o "$tmp/bunny.h5" >/dev/null
 "$csm" run "$root/experiments/configs/bunny_damped.yaml" -o "$tmp/damped.h5" >/dev/null
@@ -71,4 +72,13 @@ grep -q "bad.off:4: truncated" "$tmp/err.txt" || { cat "$tmp/err.txt"; echo "FAI
 [ "$(wc -l <"$tmp/err.txt")" -eq 1 ] || { cat "$tmp/err.txt"; echo "FAIL: more than one line"; exit 1; }
 [ ! -e "$tmp/bad.h5" ] || { echo "FAIL: a log was left for a run that never started"; exit 1; }
 echo "ok: a truncated mesh stops the run with its file and line"
+# a mesh-based run resumes from any working folder: the log keeps its config's absolute path,
+# and the mesh is found from the config's folder and those above it
+(cd "$root" && "$csm" run experiments/configs/bunny.yaml -o "$tmp/resume.h5" --frames 3 >/dev/null 2>&1) ||
+    { echo "FAIL: the bunny did not run from the source folder"; exit 1; }
+mkdir -p "$tmp/elsewhere"
+(cd "$tmp/elsewhere" && "$csm" run --resume "$tmp/resume.h5" --frames 6 >/dev/null 2>"$tmp/resume.err") ||
+    { cat "$tmp/resume.err"; echo "FAIL: resuming the bunny from another folder"; exit 1; }
+echo "ok: a mesh-based run resumes from another working folder"
 echo "bunny: ok"
+finish

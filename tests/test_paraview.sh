@@ -2,6 +2,7 @@
 # The XDMF sidecar opens in Debian's ParaView (pvpython) with every point and time step; skipped
 # (exit 77) where ParaView is not installed.
 source "$(dirname "$0")/lib.sh" "$@"
+set -e # a command that fails ends the test; the checks count and finish reports
 if ! command -v pvpython >/dev/null; then
     echo "pvpython not found: skipped"
     exit 77

@@ -4,6 +4,7 @@
 # cond(F^p) held at its limit; the lambda = 0.1 compressed beam (Falkenstein 2017 Sec 4) keeps a
 # plastic set and creates no energy; both keep det F^p = 1; the logs carry the plasticity datasets.
 source "$(dirname "$0")/lib.sh" "$@"
+set -e # a command that fails ends the test; the checks count and finish reports
 "$root/data/fetch_meshes.sh" --check
 "$csm" run "$root/experiments/configs/plastic_bunny.yaml" -o "$tmp/plastic.h5" >/dev/null
 "$csm" run "$root/experiments/configs/plastic_bunny.yaml" -o "$tmp/elastic.h5" --set plasticity.model=none >/dev/null 2>&1
@@ -40,8 +41,7 @@ with h5py.File(f"{tmp}/beam.h5", "r") as f:
     check(np.allclose(np.linalg.det(Fp), 1, atol=1e-12), "every logged F^p has det 1")
     alpha = f["clusters/stress_alpha"][fc[-2]:fc[-1]]
     check((alpha > 0).all(), "cumulative stress alpha grew in every cluster")
-if failed:
-    print("FAILED:", *failed, sep="\n  ")
-    sys.exit(1)
+finish()
 PY
 echo "plastic experiments: ok"
+finish

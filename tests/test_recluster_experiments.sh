@@ -5,6 +5,7 @@
 # sum_c w_ic = 1 for every particle in every logged frame, bound cond(F^p), and record their
 # events; the Table 1 command prints a row for each.
 source "$(dirname "$0")/lib.sh" "$@"
+set -e # a command that fails ends the test; the checks count and finish reports
 "$csm" run "$root/experiments/configs/beam_compress_embedded.yaml" -o "$tmp/plastic.h5" --frames 240 >/dev/null
 "$csm" run "$root/experiments/configs/beam_compress_elastic_embedded.yaml" -o "$tmp/elastic.h5" >/dev/null
 /usr/bin/python3 "$root/experiments/analysis/timings.py" "$tmp/plastic.h5" "$tmp/elastic.h5"
@@ -35,3 +36,4 @@ for name, frames in (("plastic", 121), ("elastic", 241)):
         check(cond < 5, f"{name}: cond(F^p) stays bounded ({cond:.3g}; without reclustering the lambda = 0 beam reaches 8,980)")
 finish()
 PY
+finish

@@ -103,6 +103,9 @@ check "a sweep with a failed run exits 1" [ $? -eq 1 ]
 check "summary counts it" grep -q "1 ok, 1 failed" failed.txt
 check "index marks the failed run with its reason" grep -q ',500,"failed: .*count = 500, but an object has only 125 particles",' out/f/index.csv
 check "the other run is ok" grep -q ',3,ok,5,' out/f/index.csv
+# --list shows a failed run's whole status (it was cut at 60 bytes, mid-message)
+"$csm" sweep failing.yaml -o out/f --list >flist.txt 2>&1
+check "--list shows the whole failed status" grep -qE "failed: .*count = 500, but an object has only 125 particles	clustering.count=500" flist.txt
 
 # bad sweeps are refused before anything runs, naming file, line and key
 printf 'objects:\n  - shape: {type: box}\nsweep:\n  solver.alpha: [0.5, 7]\n' >badvalue.yaml

@@ -643,7 +643,7 @@ int csm_cmd_sweep(int argc, char **argv)
             run_state st;
             describe(&s, &s.runs[selected[k]], what, sizeof what);
             read_state(&s, &s.runs[selected[k]], &st);
-            printf("%s\t%.60s\t%s\n", s.runs[selected[k]].id, st.status, what);
+            printf("%s\t%s\t%s\n", s.runs[selected[k]].id, st.status, what); /* the whole status: it was cut at 60 bytes */
         }
         rc = 0;
         goto done;
