@@ -142,6 +142,17 @@ static void test_syntax(void **state)
     EXPECT("- just\n- a list\n", "@:1: a config must be a mapping");
     EXPECT("name: a\nname: b\n", "@:2: duplicate key 'name' (first given on line 1)");
     EXPECT("a: &x 1\nb: *x\n", "aliases are not supported");
+    /* a lone carriage return: libfyaml 0.8 crashed reporting an unclosed quote after one (found
+       by fuzz_set; tests/fuzz/config/lone_cr_in_quote) */
+    EXPECT("name: x\nsolver: {alpha: 'a,\rb: 1}\n", "@:2: a carriage return without a line feed");
+    /* CRLF line breaks are line breaks */
+    csm_register_builtins();
+    const char *crlf = "name: crlf\r\nobjects:\r\n  - shape: {type: box}\r\nsolver: {alpha: 0.25}\r\n";
+    csm_config cfg;
+    csm_error err;
+    if (csm_config_load_text("crlf.yaml", crlf, NULL, 0, &cfg, &err)) fail_msg("%s", err.msg);
+    assert_true(csm_cfg_value(&cfg.integrator, "alpha")->num == 0.25);
+    csm_config_free(&cfg);
 }
 
 static void test_keys(void **state)

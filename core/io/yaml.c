@@ -405,6 +405,12 @@ int csm_text_check(const unsigned char *s, size_t n, char *why, size_t size)
             snprintf(why, size, "binary data (a NUL byte) in a config");
             return line;
         }
+        /* a carriage return alone (an old Mac line break) is refused: libfyaml 0.8 crashes
+           reporting some errors after one (found by fuzz_set, tests/fuzz/set/lone_cr) */
+        if (c == '\r' && (k + 1 == n || s[k + 1] != '\n')) {
+            snprintf(why, size, "a carriage return without a line feed: a config's line breaks are LF or CRLF");
+            return line;
+        }
         if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
             snprintf(why, size, "a control character (byte 0x%02x) in a config", c);
             return line;
