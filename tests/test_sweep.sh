@@ -152,7 +152,7 @@ check "compare.py prints a row per run and quantity" [ "$(grep -c '^| count=' co
 $py "$root/experiments/analysis/convergence.py" out/tiny --where rotation=polar_apq -o plots/convergence >conv.txt 2>&1 ||
     fail_ "convergence.py: $(cat conv.txt)"
 # one sweep per folder: a second sweep into a folder a sweep is writing is refused, before it runs
-# anything, and so is a shard of it; the first finishes with every run pass_
+# anything, and so is a shard of it; the first finishes with every run ok
 printf 'name: slow\ntime: {dt: 0.0166667, frames: 400, substeps: 4}\nobjects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {type: grid, spacing: 0.1}\nsweep:\n  solver.alpha: [0.1, 0.2]\n' >slow.yaml
 "$csm" sweep slow.yaml -o out/slow --jobs 1 >slow_a.txt 2>&1 &
 first=$!
