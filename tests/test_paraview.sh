@@ -20,12 +20,25 @@ reader.UpdatePipeline(steps[-1])
 info = reader.GetDataInformation()
 b = info.GetBounds()
 print("READER %s STEPS %d POINTS %d YMIN %.9f YMAX %.9f" % (reader.GetXMLName(), len(steps), info.GetNumberOfPoints(), b[2], b[3]))
+# every particle's body and mass come with it (from /rest), and its velocity
+from paraview import servermanager
+data = servermanager.Fetch(reader)
+block = data.GetBlock(0) if data.IsA("vtkMultiBlockDataSet") else data
+pd = block.GetPointData()
+names = sorted(pd.GetArrayName(k) for k in range(pd.GetNumberOfArrays()))
+mass = pd.GetArray("mass")
+total = sum(mass.GetValue(k) for k in range(mass.GetNumberOfTuples())) if mass else -1
+obj = pd.GetArray("object")
+print("ARRAYS %s MASS %.9f OBJECT %s" % (" ".join(names), total, obj.GetRange() if obj else None))
 PY
 run=(pvpython --force-offscreen-rendering)
 [ -z "${DISPLAY:-}" ] && command -v xvfb-run >/dev/null && run=(xvfb-run -a pvpython)
 /usr/bin/python3 -c "import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])" "$tmp/$name.xmf" ||
     { echo "the sidecar is not well-formed XML"; echo "0 passed, 1 failed"; exit 1; }
-out=$("${run[@]}" "$tmp/open.py" "$tmp/$name.xmf" 2>&1 | grep '^READER' || true)
+all=$("${run[@]}" "$tmp/open.py" "$tmp/$name.xmf" 2>&1 || true)
+out=$(printf '%s\n' "$all" | grep '^READER' || true)
+arrays=$(printf '%s\n' "$all" | grep '^ARRAYS' || true)
+echo "$arrays"
 echo "$out"
 want=$(/usr/bin/python3 -c "
 import h5py
@@ -33,7 +46,13 @@ import sys
 f = h5py.File(sys.argv[1], 'r'); x = f['/frames/positions']
 print('STEPS %d POINTS %d YMIN %.9f YMAX %.9f' % (x.shape[0], x.shape[1], x[-1][:, 1].min(), x[-1][:, 1].max()))" "$tmp/$name.h5")
 echo "want: $want"
+mass=$(/usr/bin/python3 -c "import h5py, sys; print('%.9f' % h5py.File(sys.argv[1], 'r')['/rest/mass'][()].sum())" "$tmp/$name.h5")
 case "$out" in
-*"$want"*) echo "1 passed, 0 failed" ;;
-*) echo "0 passed, 1 failed"; exit 1 ;;
+*"$want"*) pass_ ;;
+*) fail_ "pvpython read '$out', want '$want'" ;;
 esac
+case "$arrays" in
+"ARRAYS mass object velocities MASS $mass OBJECT (0.0, 0.0)") pass_ ;;
+*) fail_ "point arrays '$arrays', want mass (summing to $mass), object and velocities" ;;
+esac
+finish

@@ -84,6 +84,19 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
                 (unsigned long long)n, base, (unsigned long long)t, (unsigned long long)n,
                 (unsigned long long)T, (unsigned long long)n);
         fprintf(f, "    </Geometry>\n");
+        /* what each particle is, the same in every frame: its body and its mass (/rest) */
+        static const struct {
+            const char *name, *type;
+            int precision;
+        } rest[] = {{"object", "Int", 4}, {"mass", "Float", 8}};
+        for (int a = 0; a < 2; a++)
+            fprintf(f,
+                    "    <Attribute Name=\"%s\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+                    "     <DataItem Dimensions=\"%llu\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">"
+                    "%s:/rest/%s|0:1:%llu:%llu</DataItem>\n"
+                    "    </Attribute>\n",
+                    rest[a].name, (unsigned long long)n, rest[a].type, rest[a].precision, base, rest[a].name,
+                    (unsigned long long)n, (unsigned long long)n);
         const char *attrs[2] = {"velocities", "goals"};
         for (int a = 0; a < 1 + has_goals; a++) {
             fprintf(f, "    <Attribute Name=\"%s\" AttributeType=\"Vector\" Center=\"Node\">\n", attrs[a]);
