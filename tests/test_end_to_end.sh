@@ -96,4 +96,21 @@ if not isinstance(attrs["solver.iterations"], np.integer):
 print("ok: the log carries solver.mode, solver.gamma, solver.iterations (an integer)")
 PY
 echo "end to end: ok"
+# pictures show the ground the cube rests on (its plane collider, edge-on) and a scale bar
+MPLBACKEND=Agg "$py" "$root/experiments/analysis/render.py" "$tmp/drop.h5" --frames -1 -o "$tmp/render" >/dev/null
+check "render.py writes the last frame" [ -s "$tmp/render_00420.png" ]
+PYTHONPATH="$root/experiments/analysis" pylog "$tmp/drop.h5" <<'PY'
+import sys
+import h5py
+from logcheck import check, finish
+import render
+
+f = h5py.File(sys.argv[1], "r")
+check(render.ground_lines(f, "xy") == [("h", 0.0)], f"the ground y = 0 is a horizontal line in xy: {render.ground_lines(f, 'xy')}")
+check(render.ground_lines(f, "yz") == [("v", 0.0)], "and a vertical one in yz")
+check(render.ground_lines(f, "iso") == [], "and none in the iso view")
+check(render.nice_length(1.3) == 0.2 and render.nice_length(7.0) == 1.0 and render.nice_length(0.26) == 0.05,
+      "scale bars are round lengths of about a fifth of the picture")
+finish()
+PY
 finish

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Pictures of a log: particles as discs, projected onto a plane, coloured by the nearest cluster
-centre (Falkenstein 2017 Fig 2 and 4) or by a per-particle quantity; a movie with ffmpeg.
+centre (Falkenstein 2017 Fig 2 and 4) or by a per-particle quantity, with a scale bar and the
+ground (a plane collider seen edge-on) drawn in; a movie with ffmpeg.
 
     MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/render.py LOG \\
         [--frames 0,-1 | --every K] [--color nearest|new|speed|displacement|object|DATASET] \\
@@ -58,6 +59,41 @@ def cluster_colours(ids):
     return cmap(((np.asarray(ids, np.int64) * 7919) % 20) / 20.0 + 0.025)
 
 
+def ground_lines(f, view):
+    """The plane colliders of the log's config seen edge-on in this view, as ("h" | "v", coordinate)
+    pairs: a plane whose normal lies along the picture's vertical (horizontal) axis is a horizontal
+    (vertical) line. Needs python3-yaml to read the config; without it, no line."""
+    if view == "iso":
+        return []
+    try:
+        import yaml
+    except ImportError:
+        return []
+    try:
+        cfg = yaml.safe_load(str(f.attrs.get("config", ""))) or {}
+    except yaml.YAMLError:
+        return []
+    i, j = VIEWS[view]
+    lines = []
+    for c in cfg.get("colliders") or []:
+        if not isinstance(c, dict) or c.get("type") != "plane":
+            continue
+        n = np.asarray(c.get("normal", [0, 1, 0]), float)
+        n = n / (np.linalg.norm(n) or 1)
+        offset = float(c.get("offset", 0))
+        for axis, kind in ((j, "h"), (i, "v")):
+            if abs(abs(n[axis]) - 1) < 1e-9:
+                lines.append((kind, offset / n[axis]))
+    return lines
+
+
+def nice_length(span):
+    """A round length (1, 2 or 5 times a power of ten) of about a fifth of span."""
+    target = span / 5
+    power = 10 ** np.floor(np.log10(target))
+    return max(m * power for m in (1, 2, 5) if m * power <= target * 1.0001)
+
+
 def colours(f, t, mode, initial):
     x = f["frames/positions"][t]
     if mode in ("nearest", "new"):
@@ -109,6 +145,11 @@ def render(f, frames, a, prefix, numbered):
     pts = [project(f["frames/positions"][t], a.view)[0] for t in frames]
     lo = np.min([p.min(axis=0) for p in pts], axis=0) - spacing
     hi = np.max([p.max(axis=0) for p in pts], axis=0) + spacing
+    grounds = ground_lines(f, a.view)
+    for kind, at in grounds:  # the picture shows the ground the solid rests on
+        k = 1 if kind == "h" else 0
+        lo[k], hi[k] = min(lo[k], at - 2 * spacing), max(hi[k], at + 2 * spacing)
+    hi[1] += 0.1 * (hi[1] - lo[1])  # an empty band on top for the scale bar
     span = np.maximum(hi - lo, 1e-9)
     width = a.size
     height = max(1.5, width * span[1] / span[0])
@@ -139,6 +180,13 @@ def render(f, frames, a, prefix, numbered):
             sc = ax.scatter(xy[order, 0], xy[order, 1], s=s, c=c[order], cmap="viridis", vmin=scale[0],
                             vmax=scale[1], linewidths=0)
             fig.colorbar(sc, ax=ax, fraction=0.05, label=label)
+        for kind, at in grounds:
+            (ax.axhline if kind == "h" else ax.axvline)(at, color="0.35", linewidth=1.2, zorder=0)
+        # a scale bar in the upper left corner
+        bar = nice_length(span[0])
+        x0, y0 = lo[0] + 0.04 * span[0], hi[1] - 0.06 * span[1]
+        ax.plot([x0, x0 + bar], [y0, y0], color="black", linewidth=2, solid_capstyle="butt")
+        ax.text(x0 + bar / 2, y0 + 0.015 * span[1], f"{bar:g} m", ha="center", va="bottom", fontsize=8)
         ax.set_title(f"{f.attrs.get('name', '')}  t = {time[t]:.2f} s  ({n} particles)", fontsize=9)
         path = f"{prefix}_{count:05d}.png" if numbered else f"{prefix}_{t:05d}.png"
         fig.savefig(path, dpi=a.dpi)
