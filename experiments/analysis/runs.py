@@ -11,6 +11,10 @@ import sys
 import h5py
 import numpy as np
 
+# the reader in python/, where the script runs from the source tree and csm is not installed
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import csm  # noqa: E402
+
 
 class Run:
     def __init__(self, path, label, values=None, status=""):
@@ -73,9 +77,8 @@ def expand(paths, where=None):
 
 def frame_clusters(f, t):
     """Cluster centres (k, 3) and stable ids (k,) at logged frame t."""
-    fc = f["clusters/frame_cluster"]
-    a, b = int(fc[t]), int(fc[t + 1])
-    return f["clusters/com"][a:b], f["clusters/id"][a:b]
+    c = csm.Clusters(f, t)
+    return c.com, c.ids
 
 
 def frame_index(f, spec):

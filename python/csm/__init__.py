@@ -1,0 +1,192 @@
+"""Reading csm logs and sweeps from Python (numpy and h5py only).
+
+    import csm
+    with csm.open("out/bunny.h5") as log:
+        print(log.frames, log.attrs["integrator"], log.config["solver"]["alpha"])
+        x = log.positions(-1)                    # (n, 3) at the last logged frame
+        ke = log.diagnostic("kinetic_energy")    # (T,)
+        cl = log.clusters(-1)                    # the clusters of that frame, no CSR arithmetic
+        for c in range(cl.count):
+            members, weights = cl.members(c), cl.weights(c)
+        print(cl.com.shape, cl.R.shape, cl.Fp.shape, cl.state, cl.ids)
+        events = log.events                      # a structured array, one row per removal or addition
+    for run in csm.sweep("out/spin_cube"):       # the runs of a csm sweep folder
+        print(run.values, run.status)
+        with run.open() as log: ...
+
+Frame numbers count logged frames from 0 (the initial state); negative ones count from the end.
+"""
+import csv
+import os
+
+import h5py
+import numpy as np
+
+__all__ = ["open", "sweep", "Log", "Clusters", "Run"]
+__version__ = "0.1.0"
+
+_open = open  # the builtin, before csm.open shadows it here
+
+
+def _text(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return value.item()
+    return value
+
+
+class Clusters:
+    """The clusters of one logged frame. Per cluster (k rows): ids (stable over reclustering),
+    state (0 active, 1 fading out, 2 fading in), com (k, 3), R (k, 3, 3), Fp (k, 3, 3), width,
+    stress_alpha. Per membership: member (particle ids), weight, and cluster (which cluster each
+    membership belongs to); members(c) and weights(c) give one cluster's."""
+
+    def __init__(self, f, t):
+        fc, fo = f["clusters/frame_cluster"], f["clusters/frame_offset"]
+        a, b = int(fc[t]), int(fc[t + 1])
+        m0, m1 = int(fo[t]), int(fo[t + 1])
+        self.count = b - a
+        self.ids = f["clusters/id"][a:b]
+        self.state = f["clusters/state"][a:b]
+        self.com = f["clusters/com"][a:b]
+        self.R = f["clusters/R"][a:b]
+        self.Fp = f["clusters/Fp"][a:b]
+        self.width = f["clusters/width"][a:b]
+        self.stress_alpha = f["clusters/stress_alpha"][a:b]
+        # frame t's k + 1 offsets follow the t earlier frames' k + 1 each
+        self.offsets = f["clusters/offsets"][a + t:b + t + 1]
+        self.member = f["clusters/members"][m0:m1]
+        self.weight = f["clusters/weights"][m0:m1]
+        self.cluster = np.repeat(np.arange(self.count), np.diff(self.offsets))
+
+    def members(self, c):
+        return self.member[self.offsets[c]:self.offsets[c + 1]]
+
+    def weights(self, c):
+        return self.weight[self.offsets[c]:self.offsets[c + 1]]
+
+    def __len__(self):
+        return self.count
+
+
+class Log:
+    """An open csm log (an HDF5 file written by csm run)."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.file = h5py.File(path, "r")
+        except OSError:
+            # a log being written, or left by a killed run, is read as it stands
+            self.file = h5py.File(path, "r", swmr=True)
+        if "frames/time" not in self.file or "config" not in self.file.attrs:
+            self.file.close()
+            raise ValueError(f"{path}: not a csm log")
+        self.attrs = {k: _text(v) for k, v in self.file.attrs.items()}
+        self.time = self.file["frames/time"][()]
+        self.frames = len(self.time)
+        self.particles = self.file["rest/positions"].shape[0]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.file.close()
+
+    def frame(self, t):
+        """A frame number, negative ones counted from the end."""
+        t = int(t)
+        if t < 0:
+            t += self.frames
+        if not 0 <= t < self.frames:
+            raise IndexError(f"{self.path}: frame {t} is outside 0..{self.frames - 1}")
+        return t
+
+    @property
+    def config(self):
+        """The resolved config as a dict (needs PyYAML; without it, config_text is the text)."""
+        import yaml
+
+        return yaml.safe_load(self.config_text)
+
+    @property
+    def config_text(self):
+        return str(self.attrs["config"])
+
+    def positions(self, t=None):
+        """(n, 3) at frame t, or (T, n, 3) for every frame."""
+        d = self.file["frames/positions"]
+        return d[()] if t is None else d[self.frame(t)]
+
+    def velocities(self, t=None):
+        d = self.file["frames/velocities"]
+        return d[()] if t is None else d[self.frame(t)]
+
+    def rest(self, name="positions"):
+        """positions (n, 3), mass (n,) or object (n,) of the rest state."""
+        return self.file["rest/" + name][()]
+
+    @property
+    def diagnostics(self):
+        return sorted(self.file["diagnostics"].keys())
+
+    def diagnostic(self, name):
+        """A per-frame diagnostic by name: kinetic_energy, angular_momentum, ..."""
+        return self.file["diagnostics/" + name][()]
+
+    @property
+    def timings(self):
+        """Seconds per logged frame of each stage, by name."""
+        return {k: v[()] for k, v in self.file["timings"].items()}
+
+    def clusters(self, t):
+        return Clusters(self.file, self.frame(t))
+
+    @property
+    def events(self):
+        """Reclustering events: a structured array (frame, time, kind, cluster, seed, members, ...)."""
+        if "recluster/events" not in self.file:
+            return np.zeros(0)
+        rows = self.file["recluster/events"][()]
+        return rows
+
+    def units(self, dataset):
+        return _text(self.file[dataset].attrs.get("units", ""))
+
+
+def open(path):  # noqa: A001 - csm.open, as h5py.File or io.open
+    """Open a csm log."""
+    return Log(path)
+
+
+class Run:
+    """One run of a sweep: its swept values, status, frames and log path."""
+
+    def __init__(self, folder, row, keys):
+        self.id = row["run"]
+        self.values = {k: row[k] for k in keys}
+        self.status = row["status"]
+        self.frames = int(row["frames"]) if row.get("frames") else 0
+        self.path = os.path.join(folder, row["path"]) if row.get("path") else None
+
+    def open(self):
+        if not self.path:
+            raise FileNotFoundError(f"run {self.id} has no log ({self.status})")
+        return Log(self.path)
+
+    def __repr__(self):
+        return f"Run({self.id!r}, {self.values!r}, {self.status!r})"
+
+
+def sweep(folder):
+    """The runs of a folder written by csm sweep, from its index.csv, in the sweep's order."""
+    index = os.path.join(folder, "index.csv")
+    with _open(index, newline="") as f:
+        reader = csv.DictReader(f)
+        fixed = {"run", "status", "frames", "wall_s", "path"}
+        keys = [k for k in reader.fieldnames if k not in fixed]
+        return [Run(folder, row, keys) for row in reader]
