@@ -3,40 +3,20 @@
    one `key=value` override per swept key, each value written back as YAML flow text. A run either
    loads or fails with a one-line message and exit code 2; a sweep that loads never holds an
    empty list of values. */
-#include "commands.h"
-#include "config.h"
+#include "fuzz_input.h"
 
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void expect_one_line(const csm_error *err)
-{
-    if (err->code != CSM_EXIT_BAD_INPUT || strchr(err->msg, '\n') || !err->msg[0]) abort();
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int registered;
-    if (!registered) {
-        csm_register_builtins();
-        registered = 1;
-    }
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
-    if (strstr(text, "plugins")) {
-        free(text);
-        return 0;
-    }
     csm_config base;
     csm_error err = {{0}, 0};
     if (csm_config_load_text("fuzz.yaml", text, NULL, 0, &base, &err) != 0) {
-        expect_one_line(&err);
+        fuzz_refused(&err);
         free(text);
         return 0;
     }
@@ -64,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (csm_config_load_text("fuzz.yaml", text, (const char *const *)sets, base.nsweep, &run, &e) == 0)
             csm_config_free(&run);
         else
-            expect_one_line(&e);
+            fuzz_refused(&e);
         for (int k = 0; k < base.nsweep; k++) free(sets[k]);
     }
     free(sets);
