@@ -155,7 +155,7 @@ typedef enum csm_kind {
 } csm_kind;
 
 /* The newest revision of each kind's struct this host reads. */
-#define CSM_INTEGRATOR_VERSION 1
+#define CSM_INTEGRATOR_VERSION 2
 #define CSM_ROTATION_VERSION 1
 #define CSM_CLUSTERING_VERSION 1
 #define CSM_PLASTICITY_VERSION 1
@@ -172,6 +172,10 @@ typedef struct csm_integrator {
     int (*step)(struct csm_world *w, void *state, double h, csm_error *err);
     void (*destroy)(void *state);
     const csm_log_field *fields; /* NULL or terminated by a NULL name: datasets it adds to the log */
+    /* Version 2. The elastic energy (J) its springs store at the last fit, for steps of length h;
+       distance[c] = sum_i w_ic m_i |x_i - g_ic|^2 of each cluster (kg m^2). NULL: it declares
+       none, and /diagnostics/elastic_energy is NaN. */
+    double (*elastic_energy)(const struct csm_world *w, void *state, double h, const double *distance);
 } csm_integrator;
 
 /* How a rotation plugin takes a polar decomposition: through the configured SVD backend,

@@ -199,6 +199,7 @@ void csm_sim_destroy(csm_sim *sim)
     destroy_stage(&sim->recluster);
     free(sim->forces);
     free(sim->colliders);
+    free(sim->distance);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
     csm_report_free(&sim->report);
@@ -330,13 +331,16 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     for (int k = 0; k < 3; k++) d->center_of_mass[k] /= M > 0 ? M : 1;
     for (int k = 0; k < sim->nforces; k++)
         if (sim->forces[k].potential) d->potential += sim->forces[k].potential(w, sim->forces[k].state);
+    double *dist = csm_grow((void **)&sim->distance, &sim->distance_cap, C->k, sizeof(double)) ? NULL : sim->distance;
+    if (dist) memset(dist, 0, sizeof *dist * (size_t)C->k);
     for (int32_t j = 0; j < C->m; j++) {
         double g[3];
         csm_membership_goal(C, j, g);
         const double *x = &P->x[3 * C->member[j]];
         double e[3] = {x[0] - g[0], x[1] - g[1], x[2] - g[2]};
         double e2 = csm_v3_dot(e, e);
-        d->elastic += C->wmass[j] * e2;
+        d->goal_distance += C->wmass[j] * e2;
+        if (dist) dist[C->mcluster[j]] += C->wmass[j] * e2;
         double width = C->width[C->mcluster[j]];
         if (width > 0) {
             double beta = sqrt(e2) / width; /* Bargteil-Jones Eq 4 */
@@ -353,5 +357,9 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         if (cond > d->max_cond_Fp) d->max_cond_Fp = cond;
     }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
+    const csm_integrator *in = sim->integrator;
+    d->elastic = in->version >= 2 && in->elastic_energy && dist
+                     ? in->elastic_energy(w, sim->integrator_state, sim->cfg->dt / sim->cfg->substeps, dist)
+                     : NAN;
     sim->last.seconds[CSM_TIMING_TOTAL] += csm_now() - start;
 }

@@ -31,6 +31,8 @@ typedef struct csm_sim {
     int nforces, ncolliders;
     csm_timings last;            /* timings of the last frame, indexed as report.timing_name */
     int32_t frame;               /* frames completed */
+    double *distance;            /* [distance_cap] per cluster, for the diagnostics */
+    int64_t distance_cap;
 } csm_sim;
 
 /* Build particles from the objects, cluster them, create every plugin. */
@@ -50,7 +52,9 @@ void csm_sim_logged(csm_sim *sim);
 
 /* Per-frame diagnostics (docs/DESIGN.md /diagnostics). */
 typedef struct csm_diag {
-    double kinetic, potential, elastic;
+    double kinetic, potential;
+    double elastic;       /* J: what the integrator's springs store (csm_integrator.elastic_energy) */
+    double goal_distance; /* kg m^2: sum_c sum_i w_ic m_i |x_i - g_ic|^2 */
     double momentum[3], angular_momentum[3], center_of_mass[3];
     double max_strain, volume_ratio;
     double max_cond_Fp; /* largest sigma_max / sigma_min of F^p */

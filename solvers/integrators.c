@@ -27,6 +27,7 @@
 #include "kernel.h"
 #include "plugin.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,32 +212,52 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     return 0;
 }
 
+/* The energy the springs of line 2 store: a spring of gain alpha_c pulls particle i with the
+   force m_i w_ic (alpha_c / h^2) (g_ic - x_i), the gradient of 1/2 (alpha_c / h^2) w_ic m_i
+   |x_i - g_ic|^2 at fixed goals (Müller 2005 Sec 3.3, k = alpha / h^2 per unit mass). With a
+   modulus this is mu V_c |F - R|^2 under a uniform F (csm_modulus_stiffness), unless the gain
+   was clamped. pbd has no springs: its projections store nothing, and the energy is 0. */
+static double step_energy(const csm_world *w, void *state, double h, const double *distance)
+{
+    const cluster_step *s = state;
+    double e = 0;
+    for (int32_t c = 0; c < w->C.k; c++) {
+        double gain = s->alpha;
+        if (s->modulus > 0) gain = fmin(1.0, h * h * csm_modulus_stiffness(w, s->modulus, c));
+        e += 0.5 * gain / (h * h) * distance[c];
+    }
+    return e;
+}
+
 const csm_integrator csm_integrator_shape_matching = {
-    .version = 1,
+    .version = 2,
     .name = "shape_matching",
     .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)",
     .params = shape_matching_params,
     .create = step_create,
     .step = step,
     .destroy = step_destroy,
+    .elastic_energy = step_energy,
 };
 
 const csm_integrator csm_integrator_pbd = {
-    .version = 1,
+    .version = 2,
     .name = "pbd",
     .summary = "position-based dynamics (Müller et al. 2007): predict, Jacobi projections onto the goals, v from positions",
     .params = pbd_params,
     .create = step_create,
     .step = step,
     .destroy = step_destroy,
+    .elastic_energy = step_energy,
 };
 
 const csm_integrator csm_integrator_strain_limited = {
-    .version = 1,
+    .version = 2,
     .name = "strain_limited",
     .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma",
     .params = strain_limited_params,
     .create = step_create,
     .step = step,
     .destroy = step_destroy,
+    .elastic_energy = step_energy,
 };

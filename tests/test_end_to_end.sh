@@ -35,13 +35,20 @@ for name in ["dynamics", "plasticity", "reclustering", "embedding", "total"]:
     check(f["/timings/" + name].shape == (T,), "timings " + name)
 k = f["/clusters/count"][:]
 check(k.shape == (T,) and k.min() > 0, "cluster count per frame")
-fo = f["/clusters/frame_offset"][:]
-check(fo.shape == (T + 1,) and fo[-1] == f["/clusters/members"].shape[0], "frame_offset indexes members")
+fo = f["/clusters/frame_membership"][:]
+mv = f["/clusters/membership_version"][:]
+vo, vm = f["/clusters/version_offsets"][:], f["/clusters/version_members"][:]
+check(mv.shape == (T,) and mv[0] == 0 and (np.diff(mv) >= 0).all() and vm[-1] == f["/clusters/members"].shape[0]
+      and vo[-1] == f["/clusters/offsets"].shape[0], "membership versions index offsets and members")
+check(len(vm) - 1 < T and fo[-1] == sum(vm[v + 1] - vm[v] for v in mv),
+      "memberships are written once per version (%d versions for %d frames)" % (len(vm) - 1, T))
 fc = f["/clusters/frame_cluster"][:]
 check(fc[-1] == f["/clusters/com"].shape[0] == f["/clusters/R"].shape[0], "frame_cluster indexes com and R")
-w = f["/clusters/weights"][fo[-2]:fo[-1]]
-m = f["/clusters/members"][fo[-2]:fo[-1]]
+w = f["/clusters/weights"][vm[-2]:vm[-1]]
+m = f["/clusters/members"][vm[-2]:vm[-1]]
 check(np.allclose(np.bincount(m, weights=w, minlength=n), 1.0), "weights of each particle sum to 1")
+x = f["/frames/positions"]
+check(x.compression == "gzip" and x.shuffle and x.chunks == (1, n, 3), "positions deflated after the shuffle, a chunk per frame")
 R = f["/clusters/R"][fc[-2]:fc[-1]]
 check(np.allclose(np.linalg.det(R), 1.0), "rotations are proper")
 for attr in ["csm_version", "git_commit", "config", "seed", "integrator", "rotation", "plasticity",

@@ -25,7 +25,7 @@ import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
     T = len(f["frames/time"])
     whole = all(len(f[n]) == T for n in ("frames/positions", "frames/velocities", "diagnostics/kinetic_energy",
-                                          "clusters/count", "checkpoint/frame")) and len(f["clusters/frame_offset"]) == T + 1
+                                          "clusters/count", "checkpoint/frame", "clusters/membership_version")) and len(f["clusters/frame_membership"]) == T + 1
     print(T, "whole" if whole else "ragged", f.attrs["status"].split(":")[0])
 PYEOF
 }

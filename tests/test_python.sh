@@ -32,9 +32,10 @@ with csm.open(sys.argv[1]) as log:
         cl = log.clusters(t)
         agree &= len(cl) == counts[t] and cl.com.shape == (counts[t], 3) and cl.Fp.shape == (counts[t], 3, 3)
         # the CSR arithmetic the reader spares its user, done by hand
-        fc, fo = f["clusters/frame_cluster"], f["clusters/frame_offset"]
-        off = f["clusters/offsets"][fc[t] + t:fc[t + 1] + t + 1]
-        mem = f["clusters/members"][fo[t]:fo[t + 1]]
+        v = f["clusters/membership_version"][t]
+        vo, vm = f["clusters/version_offsets"], f["clusters/version_members"]
+        off = f["clusters/offsets"][vo[v]:vo[v + 1]]
+        mem = f["clusters/members"][vm[v]:vm[v + 1]]
         c = len(cl) // 2
         agree &= np.array_equal(cl.members(c), mem[off[c]:off[c + 1]])
         s = np.bincount(cl.member, cl.weight, minlength=log.particles)

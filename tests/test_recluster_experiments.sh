@@ -22,10 +22,12 @@ for name, frames in (("plastic", 121), ("elastic", 241)):
         x = f["frames/positions"][:]
         check(f.attrs["status"] == "ok" and x.shape[0] == frames, f"{name}: status ok, {x.shape[0]} frames")
         check(bool(np.isfinite(x).all() and np.isfinite(f["frames/velocities"][:]).all()), f"{name}: every position and velocity finite")
-        fo, members, weights = f["clusters/frame_offset"][:], f["clusters/members"][:], f["clusters/weights"][:]
+        mv, vm = f["clusters/membership_version"][:], f["clusters/version_members"][:]
+        members, weights = f["clusters/members"][:], f["clusters/weights"][:]
         worst = 0.0
         for t in range(x.shape[0]):
-            s = np.bincount(members[fo[t]:fo[t + 1]], weights[fo[t]:fo[t + 1]], minlength=x.shape[1])
+            a, b = vm[mv[t]], vm[mv[t] + 1]
+            s = np.bincount(members[a:b], weights[a:b], minlength=x.shape[1])
             worst = max(worst, float(np.abs(s - 1).max()))
         check(worst < 1e-12, f"{name}: sum_c w_ic = 1 in every frame (worst {worst:.2g})")
         ev = f["recluster/events"][:]

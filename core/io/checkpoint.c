@@ -8,59 +8,86 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, rest_segment *s)
+int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, version_segment *s)
 {
     hsize_t k = (hsize_t)C->k, m = (hsize_t)C->m;
     int n = 0;
-    s[n++] = (rest_segment){F_RV_WBASE, C->wbase, sizeof(double) * m, m};
-    s[n++] = (rest_segment){F_RV_WMASS, C->wmass, sizeof(double) * m, m};
-    s[n++] = (rest_segment){F_RV_P, C->p, sizeof(double) * 3 * m, m};
-    s[n++] = (rest_segment){F_RV_MASS, C->mass, sizeof(double) * k, k};
-    s[n++] = (rest_segment){F_RV_ARR, C->A_rr_inv, sizeof(double) * 9 * k, k};
-    s[n++] = (rest_segment){F_RV_RANK, C->rank, sizeof(int32_t) * k, k};
+    s[n++] = (version_segment){F_RV_WBASE, C->wbase, sizeof(double) * m, m};
+    s[n++] = (version_segment){F_RV_WMASS, C->wmass, sizeof(double) * m, m};
+    s[n++] = (version_segment){F_RV_P, C->p, sizeof(double) * 3 * m, m};
+    s[n++] = (version_segment){F_RV_MASS, C->mass, sizeof(double) * k, k};
+    s[n++] = (version_segment){F_RV_ARR, C->A_rr_inv, sizeof(double) * 9 * k, k};
+    s[n++] = (version_segment){F_RV_RANK, C->rank, sizeof(int32_t) * k, k};
     if (log->quadratic) {
-        s[n++] = (rest_segment){F_RV_QMEAN, C->qmean, sizeof(double) * 6 * k, k};
-        s[n++] = (rest_segment){F_RV_AQQ, C->Aqq_inv, sizeof(double) * 81 * k, k};
+        s[n++] = (version_segment){F_RV_QMEAN, C->qmean, sizeof(double) * 6 * k, k};
+        s[n++] = (version_segment){F_RV_AQQ, C->Aqq_inv, sizeof(double) * 81 * k, k};
     }
     return n;
 }
 
-/* Keep a copy of the rest data last written, so that a version is written only on change. */
-int csm_log_keep_rest(csm_log *log, const rest_segment *seg, int ns)
+int csm_log_member_segments(const csm_clusters *C, version_segment *s)
+{
+    hsize_t k = (hsize_t)C->k, m = (hsize_t)C->m;
+    s[0] = (version_segment){F_OFFSETS, C->offset, sizeof(int32_t) * (k + 1), k + 1};
+    s[1] = (version_segment){F_MEMBERS, C->member, sizeof(int32_t) * m, m};
+    s[2] = (version_segment){F_WEIGHTS, C->weight, sizeof(double) * m, m};
+    return 3;
+}
+
+int csm_log_keep_version(version_stream *v, const version_segment *seg, int ns)
 {
     size_t total = 0;
     for (int i = 0; i < ns; i++) total += seg[i].bytes;
-    if (total > log->rest_cap) {
-        unsigned char *grown = realloc(log->rest_copy, total);
+    if (total > v->cap) {
+        unsigned char *grown = realloc(v->copy, total);
         if (!grown) return -1;
-        log->rest_copy = grown;
-        log->rest_cap = total;
+        v->copy = grown;
+        v->cap = total;
     }
     size_t off = 0;
-    for (int i = 0; i < ns; off += seg[i].bytes, i++) memcpy(log->rest_copy + off, seg[i].data, seg[i].bytes);
-    log->rest_bytes = total;
+    for (int i = 0; i < ns; off += seg[i].bytes, i++) memcpy(v->copy + off, seg[i].data, seg[i].bytes);
+    v->bytes = total;
+    v->first = seg[0].bytes;
+    v->kept = 1;
     return 0;
 }
 
-int csm_log_rest_version(csm_log *log, const csm_clusters *C)
+/* Append the segments as a new version unless their bytes are the last version's. `rows` are the
+   version's rows of each kind. The same total and the same first segment mean the same split
+   into segments: both streams' first segment has rows of one kind, and the total fixes the other. */
+static int version_append(csm_log *log, version_stream *v, const version_segment *seg, int ns, int64_t rows0,
+                          int64_t rows1)
 {
-    rest_segment seg[8];
-    int ns = csm_log_rest_segments(log, C, seg);
     size_t total = 0;
     for (int i = 0; i < ns; i++) total += seg[i].bytes;
-    int same = log->versions > 0 && total == log->rest_bytes && seg[0].rows == (hsize_t)C->m;
+    int same = v->kept && total == v->bytes && seg[0].bytes == v->first;
     size_t off = 0;
-    for (int i = 0; same && i < ns; off += seg[i].bytes, i++)
-        same = !memcmp(log->rest_copy + off, seg[i].data, seg[i].bytes);
+    for (int i = 0; same && i < ns; off += seg[i].bytes, i++) same = !memcmp(v->copy + off, seg[i].data, seg[i].bytes);
     if (same) return 0;
     int rc = 0;
-    for (int i = 0; i < ns; i++) rc |= csm_h5_append(log->ds[seg[i].field], log->field[seg[i].field].type, seg[i].rows, seg[i].data);
-    log->rest_cluster_rows += C->k;
-    log->rest_member_rows += C->m;
-    rc |= csm_h5_append(log->ds[F_RV_CLUSTER_START], T_I64, 1, &log->rest_cluster_rows);
-    rc |= csm_h5_append(log->ds[F_RV_MEMBER_START], T_I64, 1, &log->rest_member_rows);
-    log->versions++;
-    return rc | csm_log_keep_rest(log, seg, ns);
+    for (int i = 0; i < ns; i++)
+        rc |= csm_h5_append(log->ds[seg[i].field], log->field[seg[i].field].type, seg[i].rows, seg[i].data);
+    v->rows[0] += rows0;
+    v->rows[1] += rows1;
+    rc |= csm_h5_append(log->ds[v->start_field[0]], T_I64, 1, &v->rows[0]);
+    rc |= csm_h5_append(log->ds[v->start_field[1]], T_I64, 1, &v->rows[1]);
+    v->count++;
+    return rc | csm_log_keep_version(v, seg, ns);
+}
+
+void csm_log_version_streams(csm_log *log)
+{
+    log->rest.start_field[0] = F_RV_CLUSTER_START;
+    log->rest.start_field[1] = F_RV_MEMBER_START;
+    log->members.start_field[0] = F_MV_OFFSETS_START;
+    log->members.start_field[1] = F_MV_MEMBER_START;
+}
+
+int csm_log_versions(csm_log *log, const csm_clusters *C)
+{
+    version_segment seg[8];
+    int rc = version_append(log, &log->rest, seg, csm_log_rest_segments(log, C, seg), C->k, C->m);
+    return rc | version_append(log, &log->members, seg, csm_log_member_segments(C, seg), (int64_t)C->k + 1, C->m);
 }
 
 /* Events written up to and including frame `frame`. */
@@ -84,15 +111,16 @@ static hsize_t events_up_to(hid_t events, int32_t frame)
 static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_error *err)
 {
     hsize_t t = lf->e.T - 1;
-    const int64_t *fo = lf->fo, *fc = lf->fc, *ms = lf->ms, *cs = lf->cs;
+    const int64_t *fo = lf->fo, *fc = lf->fc, *ms = lf->ms, *cs = lf->cs, *mo = lf->mo, *mm = lf->mm;
     csm_world *w = &sim->w;
     csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
     int32_t k = 0;
-    hsize_t c0 = (hsize_t)fc[0], m0 = (hsize_t)fo[0];
+    hsize_t c0 = (hsize_t)fc[0], m0 = (hsize_t)mm[0];
     int64_t m = fo[1] - fo[0];
     csm_h5_read(log->ds[F_COUNT], H5T_NATIVE_INT32, t, 1, &k);
-    if (k < 0 || m < 0 || m > INT32_MAX || fc[1] - fc[0] != k || cs[1] - cs[0] != k || ms[1] - ms[0] != m)
+    if (k < 0 || m < 0 || m > INT32_MAX || fc[1] - fc[0] != k || cs[1] - cs[0] != k || ms[1] - ms[0] != m ||
+        mo[1] - mo[0] != k + 1 || mm[1] - mm[0] != m)
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: frame %llu's cluster rows do not agree with each other",
                         log->path, (unsigned long long)t);
     if (csm_clusters_reserve(C, k, (int32_t)m, P->n)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
@@ -108,7 +136,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     rc |= csm_h5_read(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
     rc |= csm_h5_read(log->ds[F_CK_NEXT_ID], H5T_NATIVE_INT32, t, 1, &C->next_id);
     rc |= csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version);
-    rc |= csm_h5_read(log->ds[F_OFFSETS], H5T_NATIVE_INT32, c0 + t, hk + 1, C->offset);
+    rc |= csm_h5_read(log->ds[F_OFFSETS], H5T_NATIVE_INT32, (hsize_t)mo[0], hk + 1, C->offset);
     rc |= csm_h5_read(log->ds[F_MEMBERS], H5T_NATIVE_INT32, m0, hm, C->member);
     rc |= csm_h5_read(log->ds[F_WEIGHTS], H5T_NATIVE_DOUBLE, m0, hm, C->weight);
     struct {
@@ -163,18 +191,24 @@ static int measure_log(csm_log *log, int all, log_frames *lf, csm_error *err)
     e->T = csm_h5_rows(log->ds[F_TIME]);
     if (e->T == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: holds no complete frame", path);
     hsize_t t = e->T - 1;
-    int32_t version = -1;
-    if (csm_h5_read(log->ds[F_FRAME_OFFSET], H5T_NATIVE_INT64, t, 2, lf->fo) ||
+    int32_t version = -1, mversion = -1;
+    if (csm_h5_read(log->ds[F_FRAME_MEMBERSHIP], H5T_NATIVE_INT64, t, 2, lf->fo) ||
         csm_h5_read(log->ds[F_FRAME_CLUSTER], H5T_NATIVE_INT64, t, 2, lf->fc) ||
         csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version) || version < 0 ||
         csm_h5_read(log->ds[F_RV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->ms) ||
-        csm_h5_read(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->cs))
+        csm_h5_read(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->cs) ||
+        csm_h5_read(log->ds[F_MVERSION], H5T_NATIVE_INT32, t, 1, &mversion) || mversion < 0 ||
+        csm_h5_read(log->ds[F_MV_OFFSETS_START], H5T_NATIVE_INT64, (hsize_t)mversion, 2, lf->mo) ||
+        csm_h5_read(log->ds[F_MV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)mversion, 2, lf->mm))
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the offsets of frame %llu are missing", path, (unsigned long long)t);
     e->clusters = (hsize_t)lf->fc[1];
     e->memberships = (hsize_t)lf->fo[1];
     e->versions = (hsize_t)version + 1;
     e->rest_clusters = (hsize_t)lf->cs[1];
     e->rest_members = (hsize_t)lf->ms[1];
+    e->mversions = (hsize_t)mversion + 1;
+    e->mv_offsets = (hsize_t)lf->mo[1];
+    e->mv_members = (hsize_t)lf->mm[1];
     for (int k = 0; k < log->nfield; k++)
         if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) < csm_log_field_rows(log, k, e))
             return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, log->field[k].path,
@@ -279,11 +313,16 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
         log->frames = (int64_t)lf.e.T;
         log->memberships_out = lf.fo[1];
         log->clusters_out = lf.fc[1];
-        log->versions = (int64_t)lf.e.versions;
-        log->rest_cluster_rows = lf.cs[1];
-        log->rest_member_rows = lf.ms[1];
-        rest_segment seg[8];
-        rc |= csm_log_keep_rest(log, seg, csm_log_rest_segments(log, &w->C, seg));
+        csm_log_version_streams(log);
+        log->rest.count = (int64_t)lf.e.versions;
+        log->rest.rows[0] = lf.cs[1];
+        log->rest.rows[1] = lf.ms[1];
+        log->members.count = (int64_t)lf.e.mversions;
+        log->members.rows[0] = lf.mo[1];
+        log->members.rows[1] = lf.mm[1];
+        version_segment seg[8];
+        rc |= csm_log_keep_version(&log->rest, seg, csm_log_rest_segments(log, &w->C, seg));
+        rc |= csm_log_keep_version(&log->members, seg, csm_log_member_segments(&w->C, seg));
         int64_t resumes = 0;
         hid_t a = H5Aexists(log->file, "resumes") > 0 ? H5Aopen(log->file, "resumes", H5P_DEFAULT) : -1;
         if (a >= 0) {

@@ -97,6 +97,7 @@ typedef struct csm_config {
     char *output_path;
     int32_t output_every;
     int output_goals;         /* 0 or 1 */
+    int32_t output_compression; /* deflate level, 0: none */
     csm_sweep_axis *sweep;    /* the `sweep:` mapping, in the order written; not part of the run */
     int nsweep;
     csm_node *root;           /* resolved tree (defaults filled in) */

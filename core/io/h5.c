@@ -48,6 +48,17 @@ int csm_h5_attr_int64(hid_t obj, const char *name, int64_t v)
     return rc < 0 ? -1 : 0;
 }
 
+hid_t csm_h5_chunked(int rank, const hsize_t *chunk, int compression)
+{
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, rank, chunk);
+    if (compression > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+        H5Pset_shuffle(dcpl); /* the bytes of each significance together: deflate finds the runs */
+        H5Pset_deflate(dcpl, (unsigned)compression);
+    }
+    return dcpl;
+}
+
 hid_t csm_h5_link_props(void)
 {
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);

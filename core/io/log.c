@@ -93,8 +93,7 @@ static int create_events(csm_log *log)
     hid_t t = log->event_type = csm_log_event_type();
     hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {256};
     hid_t space = H5Screate_simple(1, dims, maxdims);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 1, chunk);
+    hid_t dcpl = csm_h5_chunked(1, chunk, 0); /* it grows by rows: see csm_log_field_create */
     hid_t lcpl = csm_h5_link_props();
     log->events = H5Dcreate2(log->file, "/recluster/events", t, space, lcpl, dcpl, H5P_DEFAULT);
     if (log->events >= 0)
@@ -182,6 +181,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->n = w->P.n;
     log->goals = cfg->output_goals;
     log->quadratic = w->C.Q != NULL;
+    log->compression = cfg->output_compression;
     log->path = strdup(path);
     log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
     if (!log->path || (log->goals && !log->goal)) abort();
@@ -250,16 +250,16 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     }
     for (int k = 0; k < log->nfield; k++) {
         if (!csm_log_field_used(log, k)) continue;
-        log->ds[k] = csm_log_field_create(f, &log->field[k], w->P.n);
+        log->ds[k] = csm_log_field_create(f, &log->field[k], w->P.n, log->compression);
         if (log->ds[k] < 0) rc = -1;
     }
     rc |= csm_log_fields_record(log);
     if (!rc) rc |= create_events(log);
     int64_t zero = 0;
-    if (!rc) rc |= csm_h5_append(log->ds[F_FRAME_OFFSET], T_I64, 1, &zero);
-    if (!rc) rc |= csm_h5_append(log->ds[F_FRAME_CLUSTER], T_I64, 1, &zero);
-    if (!rc) rc |= csm_h5_append(log->ds[F_RV_CLUSTER_START], T_I64, 1, &zero);
-    if (!rc) rc |= csm_h5_append(log->ds[F_RV_MEMBER_START], T_I64, 1, &zero);
+    csm_log_version_streams(log);
+    static const int starts[] = {F_FRAME_MEMBERSHIP, F_FRAME_CLUSTER, F_RV_CLUSTER_START, F_RV_MEMBER_START,
+                                 F_MV_OFFSETS_START, F_MV_MEMBER_START};
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0] && !rc; i++) rc |= csm_h5_append(log->ds[starts[i]], T_I64, 1, &zero);
     /* every object exists: from here on frames are only appended, readers may watch */
     if (!rc && H5Fstart_swmr_write(f) < 0) rc = -1;
     if (rc || H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
@@ -299,10 +299,10 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= write_events(log, &sim->report);
     log->memberships_out += C->m;
     log->clusters_out += C->k;
-    /* the state a resumed run continues from: the rest data, when it changed */
-    rc |= csm_log_rest_version(log, C);
+    /* the memberships and the rest data a resumed run continues from, when they changed */
+    rc |= csm_log_versions(log, C);
     rc |= plugin_scratch(log, w);
-    frame_ctx ctx = {sim, d, log, (int32_t)log->versions - 1, log->scratch};
+    frame_ctx ctx = {sim, d, log, (int32_t)log->rest.count - 1, (int32_t)log->members.count - 1, log->scratch};
     /* every dataset of the table with an accessor, in one loop */
     for (int k = 0; k < log->nfield && !rc; k++) {
         const field_spec *f = &log->field[k];
@@ -355,7 +355,8 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     csm_log_lock_drop(log);
     free(log->path);
     free(log->goal);
-    free(log->rest_copy);
+    free(log->rest.copy);
+    free(log->members.copy);
     csm_log_fields_free(log);
     free(log);
     return rc ? -1 : 0;

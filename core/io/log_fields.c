@@ -15,11 +15,9 @@ ACCESSOR(d_positions, c->sim->w.P.x)
 ACCESSOR(d_velocities, c->sim->w.P.v)
 ACCESSOR(d_goals, c->log->goal)
 ACCESSOR(d_count, &c->sim->w.C.k)
-ACCESSOR(d_frame_offset, &c->log->memberships_out)
+ACCESSOR(d_frame_membership, &c->log->memberships_out)
 ACCESSOR(d_frame_cluster, &c->log->clusters_out)
-ACCESSOR(d_offsets, c->sim->w.C.offset)
-ACCESSOR(d_members, c->sim->w.C.member)
-ACCESSOR(d_weights, c->sim->w.C.weight)
+ACCESSOR(d_mversion, &c->mversion)
 ACCESSOR(d_com, c->sim->w.C.com)
 ACCESSOR(d_r, c->sim->w.C.R)
 ACCESSOR(d_fp, c->sim->w.C.Fp)
@@ -30,6 +28,7 @@ ACCESSOR(d_state, c->sim->w.C.state)
 ACCESSOR(d_kinetic, &c->d->kinetic)
 ACCESSOR(d_potential, &c->d->potential)
 ACCESSOR(d_elastic, &c->d->elastic)
+ACCESSOR(d_goal_distance, &c->d->goal_distance)
 ACCESSOR(d_momentum, c->d->momentum)
 ACCESSOR(d_angular, c->d->angular_momentum)
 ACCESSOR(d_com_all, c->d->center_of_mass)
@@ -63,12 +62,18 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_VELOCITIES] = FIELD("/frames/velocities", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m/s", "particle velocities v_i", 0, OPT_NONE, d_velocities),
     [F_GOALS] = FIELD("/frames/goals", T_F64, SHAPE_PARTICLES3, ROWS_ONE, "m", "goal positions g_i = sum_c w_ic g_ic", 0, OPT_GOALS, d_goals),
     [F_COUNT] = FIELD("/clusters/count", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "clusters per frame, those fading in or out included (/clusters/state)", 0, OPT_NONE, d_count),
-    [F_FRAME_OFFSET] = FIELD("/clusters/frame_offset", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): frame t's memberships are members/weights[frame_offset[t]:frame_offset[t+1]]", 0, OPT_NONE, d_frame_offset),
-    [F_FRAME_CLUSTER] = FIELD("/clusters/frame_cluster", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): frame t's clusters are com/R/Fp rows [frame_cluster[t]:frame_cluster[t+1]]; "
-                         "its offsets are offsets[frame_cluster[t] + t : frame_cluster[t+1] + t + 1]", 0, OPT_NONE, d_frame_cluster),
-    [F_OFFSETS] = FIELD("/clusters/offsets", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS_PLUS_ONE, "1", "per frame, k+1 CSR offsets (from 0) of each cluster's members", 0, OPT_NONE, d_offsets),
-    [F_MEMBERS] = FIELD("/clusters/members", T_I32, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, member particle of each membership", 0, OPT_NONE, d_members),
-    [F_WEIGHTS] = FIELD("/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MEMBERSHIPS, "1", "per frame, w_ic of each membership", 0, OPT_NONE, d_weights),
+    [F_FRAME_MEMBERSHIP] = FIELD("/clusters/frame_membership", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): memberships of the frames before frame t; frame t's rows of a "
+                              "per-membership dataset a plugin declares are [frame_membership[t], frame_membership[t+1])", 0, OPT_NONE, d_frame_membership),
+    [F_FRAME_CLUSTER] = FIELD("/clusters/frame_cluster", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): frame t's clusters are com/R/Fp rows [frame_cluster[t], frame_cluster[t+1])", 0, OPT_NONE, d_frame_cluster),
+    [F_MVERSION] = FIELD("/clusters/membership_version", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "membership version v of frame t: its offsets, members and weights "
+                     "(written only when they change)", 0, OPT_NONE, d_mversion),
+    [F_MV_OFFSETS_START] = FIELD("/clusters/version_offsets", T_I64, SHAPE_SCALAR, ROWS_MVERSIONS_PLUS_ONE, "1", "(V+1,): version v's k+1 CSR offsets are /clusters/offsets rows "
+                              "[version_offsets[v], version_offsets[v+1])", 0, OPT_NONE, NULL),
+    [F_MV_MEMBER_START] = FIELD("/clusters/version_members", T_I64, SHAPE_SCALAR, ROWS_MVERSIONS_PLUS_ONE, "1", "(V+1,): version v's memberships are /clusters/members and weights rows "
+                             "[version_members[v], version_members[v+1])", 0, OPT_NONE, NULL),
+    [F_OFFSETS] = FIELD("/clusters/offsets", T_I32, SHAPE_SCALAR, ROWS_MV_OFFSETS, "1", "per membership version, k+1 CSR offsets (from 0) of each cluster's members", 0, OPT_NONE, NULL),
+    [F_MEMBERS] = FIELD("/clusters/members", T_I32, SHAPE_SCALAR, ROWS_MV_MEMBERS, "1", "per membership version, member particle of each membership", 0, OPT_NONE, NULL),
+    [F_WEIGHTS] = FIELD("/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MV_MEMBERS, "1", "per membership version, w_ic of each membership", 0, OPT_NONE, NULL),
     [F_COM] = FIELD("/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c", 0, OPT_NONE, d_com),
     [F_R] = FIELD("/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c", 0, OPT_NONE, d_r),
     [F_FP] = FIELD("/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c", 0, OPT_NONE, d_fp),
@@ -78,7 +83,10 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_STATE] = FIELD("/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE, d_state),
     [F_KINETIC] = FIELD("/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE, d_kinetic),
     [F_POTENTIAL] = FIELD("/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE, d_potential),
-    [F_ELASTIC] = FIELD("/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "shape-matching energy sum_c sum_i w_ic m_i |x_i - g_ic|^2", 0, OPT_NONE, d_elastic),
+    [F_ELASTIC] = FIELD("/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "energy the integrator's springs store, sum_c 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 "
+                     "with k_c = alpha_c / h^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
+    [F_GOAL_DISTANCE] = FIELD("/diagnostics/goal_distance", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "sum_c sum_i w_ic m_i |x_i - g_ic|^2, the mass-weighted squared distance "
+                          "to the goals (what the papers minimise; logs written before elastic_energy was in J held this under that name)", 0, OPT_NONE, d_goal_distance),
     [F_MOMENTUM] = FIELD("/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE, d_momentum),
     [F_ANGULAR] = FIELD("/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE, d_angular),
     [F_COM_ALL] = FIELD("/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE, d_com_all),
@@ -266,7 +274,7 @@ int csm_log_field_used(const csm_log *log, int k)
 
 hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)
 {
-    if (k == F_FRAME_OFFSET || k == F_FRAME_CLUSTER) return e->T + 1;
+    if (k == F_FRAME_MEMBERSHIP || k == F_FRAME_CLUSTER) return e->T + 1;
     switch (log->field[k].rows) {
     case ROWS_CLUSTERS: return e->clusters;
     case ROWS_CLUSTERS_PLUS_ONE: return e->clusters + e->T;
@@ -274,6 +282,9 @@ hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)
     case ROWS_VERSIONS_PLUS_ONE: return e->versions + 1;
     case ROWS_REST_CLUSTERS: return e->rest_clusters;
     case ROWS_REST_MEMBERS: return e->rest_members;
+    case ROWS_MVERSIONS_PLUS_ONE: return e->mversions + 1;
+    case ROWS_MV_OFFSETS: return e->mv_offsets;
+    case ROWS_MV_MEMBERS: return e->mv_members;
     default: return e->T;
     }
 }
@@ -288,26 +299,40 @@ hsize_t csm_log_frame_rows(const field_spec *f, const csm_world *w)
     }
 }
 
-hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n)
+/* Chunks and compression. Every frame is flushed (SWMR readers see it, and a killed run keeps
+   it), and a chunk flushed again after a change is written anew at the end of the file: the SWMR
+   writer never reuses the space it leaves, so a compressed chunk that grows over several frames
+   would leave a copy of itself per frame. A per-particle dataset's chunk holds part of one frame,
+   is written once and is compressed; its particle extent is capped so that reading one particle
+   over time reads chunks of 4,096 particles, not whole frames. The datasets that grow by rows
+   (per frame, per cluster, per membership, per version) are not compressed, so their last chunk
+   is rewritten in place; their chunks are about 8 KB (256 rows of a per-frame series), so that a
+   short log does not allocate much more than it fills. */
+hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n, int compression)
 {
     hsize_t dims[4] = {0, 0, 0, 0}, maxdims[4] = {H5S_UNLIMITED, 0, 0, 0}, chunk[4] = {1, 0, 0, 0};
     int rank = 1;
+    hsize_t values = 1; /* per row */
     switch (f->shape) {
     case SHAPE_SCALAR: break;
-    case SHAPE_VEC3: rank = 2; dims[1] = maxdims[1] = chunk[1] = 3; break;
-    case SHAPE_MAT3: rank = 3; dims[1] = dims[2] = maxdims[1] = maxdims[2] = chunk[1] = chunk[2] = 3; break;
+    case SHAPE_VEC3: rank = 2; dims[1] = maxdims[1] = chunk[1] = values = 3; break;
+    case SHAPE_MAT3: rank = 3; dims[1] = dims[2] = maxdims[1] = maxdims[2] = chunk[1] = chunk[2] = 3; values = 9; break;
     case SHAPE_PARTICLES3:
         rank = 3;
-        dims[1] = maxdims[1] = chunk[1] = (hsize_t)(n > 0 ? n : 1);
+        dims[1] = maxdims[1] = (hsize_t)(n > 0 ? n : 1);
+        chunk[1] = (dims[1] + (dims[1] + 4095) / 4096 - 1) / ((dims[1] + 4095) / 4096); /* equal parts */
         dims[2] = maxdims[2] = chunk[2] = (hsize_t)(f->cols > 0 ? f->cols : 3);
         break;
-    case SHAPE_COLS: rank = 2; dims[1] = maxdims[1] = chunk[1] = (hsize_t)f->cols; break;
+    case SHAPE_COLS: rank = 2; dims[1] = maxdims[1] = chunk[1] = values = (hsize_t)f->cols; break;
     }
-    if (f->shape != SHAPE_PARTICLES3)
-        chunk[0] = f->rows == ROWS_ONE || f->rows == ROWS_VERSIONS_PLUS_ONE ? 256 : f->cols > 8 ? 256 : 4096;
+    if (f->shape != SHAPE_PARTICLES3) {
+        hsize_t rows = 8192 / (values * (f->type == T_I32 ? 4 : 8));
+        chunk[0] = f->rows == ROWS_ONE || f->rows == ROWS_VERSIONS_PLUS_ONE || f->rows == ROWS_MVERSIONS_PLUS_ONE ? 256
+                   : rows < 32 ? 32 : rows > 1024 ? 1024 : rows;
+        compression = 0;
+    }
     hid_t space = H5Screate_simple(rank, dims, maxdims);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, rank, chunk);
+    hid_t dcpl = csm_h5_chunked(rank, chunk, compression);
     hid_t lcpl = csm_h5_link_props();
     hid_t ds = H5Dcreate2(file, f->path, csm_h5_type(f->type), space, lcpl, dcpl, H5P_DEFAULT);
     if (ds >= 0) {

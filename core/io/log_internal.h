@@ -15,15 +15,19 @@
    walks it. `rows` says how many rows one frame appends. The built-in datasets are the rows of
    csm_log_fields; a log adds the timings plugins named and the fields plugins declare
    (csm_log_field) as rows of the same kind. The /checkpoint datasets
-   hold the rest of the state a run continues from (csm_log_resume); the rest data of the
-   clusters (/checkpoint/rest) changes only when clusters are added or removed, so it is written
-   as a new version only then, and each frame names the version it uses. */
+   hold the rest of the state a run continues from (csm_log_resume). Two kinds of data change far
+   less often than every frame, so they are written as versions (version_stream), a new one only
+   when a frame's bytes differ from the last, and each frame names the version it uses: the
+   clusters' memberships (offsets, members, weights: they change when clusters are added or
+   removed, and while they fade) and their rest data (/checkpoint/rest: only when clusters are
+   added or removed). */
 enum { T_F64, T_I32, T_I64 };
 enum { SHAPE_SCALAR, SHAPE_VEC3, SHAPE_MAT3, SHAPE_PARTICLES3, SHAPE_COLS };
 enum {
     ROWS_ONE, ROWS_CLUSTERS, ROWS_CLUSTERS_PLUS_ONE, ROWS_MEMBERSHIPS,
-    ROWS_VERSIONS_PLUS_ONE, ROWS_REST_CLUSTERS, ROWS_REST_MEMBERS /* per version of the rest data */
-};
+    ROWS_VERSIONS_PLUS_ONE, ROWS_REST_CLUSTERS, ROWS_REST_MEMBERS, /* per version of the rest data */
+    ROWS_MVERSIONS_PLUS_ONE, ROWS_MV_OFFSETS, ROWS_MV_MEMBERS        /* per version of the memberships */
+}; /* the values are stored in a log's extra_datasets: append, never renumber */
 enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC }; /* written only with output.goals, solver.mode quadratic */
 
 struct field_spec;
@@ -34,7 +38,8 @@ typedef struct frame_ctx {
     const csm_sim *sim;
     const csm_diag *d;
     const struct csm_log *log;
-    int32_t version; /* of /checkpoint/rest the frame's clusters use */
+    int32_t version;  /* of /checkpoint/rest the frame's clusters use */
+    int32_t mversion; /* of the memberships */
     void *scratch;   /* room for a plugin field's rows */
 } frame_ctx;
 
@@ -44,7 +49,7 @@ typedef struct field_spec {
     const char *units, *description;
     int cols; /* SHAPE_COLS, SHAPE_PARTICLES3 (0: 3): values per row */
     int opt;  /* OPT_* */
-    /* The frame's rows; NULL for a dataset written apart (/frames/time last, the rest versions). */
+    /* The frame's rows; NULL for a dataset written apart (/frames/time last, the versions). */
     const void *(*data)(const frame_ctx *c, const struct field_spec *f);
     int index;                   /* a timing's index in the report */
     const csm_log_field *plugin; /* a plugin's field, and the state its accessor reads */
@@ -53,14 +58,28 @@ typedef struct field_spec {
 
 enum {
     F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
-    F_COUNT, F_FRAME_OFFSET, F_FRAME_CLUSTER, F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
-    F_KINETIC, F_POTENTIAL, F_ELASTIC, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
+    F_COUNT, F_FRAME_MEMBERSHIP, F_FRAME_CLUSTER, F_MVERSION, F_MV_OFFSETS_START, F_MV_MEMBER_START,
+    F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
+    F_KINETIC, F_POTENTIAL, F_ELASTIC, F_GOAL_DISTANCE, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED,
     F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD,
     F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
     F_RV_QMEAN, F_RV_AQQ,
     F_NFIELDS
 };
+
+/* Data written as versions: a new version only when its bytes differ from the last one's. Each
+   version has rows of two kinds (the rest data: per cluster and per membership; the memberships:
+   k + 1 offsets and per membership), counted in two (V+1,) start datasets. */
+typedef struct version_stream {
+    int64_t count;          /* versions written */
+    int64_t rows[2];        /* rows of each kind written */
+    int start_field[2];     /* the (V+1,) datasets that count them */
+    unsigned char *copy;    /* the last version's bytes, */
+    size_t bytes, cap;
+    size_t first;           /* those of its first segment */
+    int kept;               /* and whether there is one */
+} version_stream;
 
 struct csm_log {
     hid_t file;
@@ -73,17 +92,16 @@ struct csm_log {
     size_t scratch_bytes;
     int32_t n;
     int64_t frames;          /* logged frames */
-    int64_t memberships_out; /* rows of /clusters/members written */
+    int64_t memberships_out; /* memberships of the frames written (/clusters/frame_membership) */
     int64_t clusters_out;    /* rows of /clusters/com written */
     hid_t events;            /* /recluster/events */
     hid_t event_type;        /* its compound row type */
     int goals, quadratic;
+    int compression; /* deflate level of the datasets it creates */
     char *path;
     double *goal;           /* [3n] gathered goals, with output.goals */
-    /* /checkpoint/rest: versions written, their rows, and a copy of the last version's bytes */
-    int64_t versions, rest_cluster_rows, rest_member_rows;
-    unsigned char *rest_copy;
-    size_t rest_bytes, rest_cap;
+    version_stream rest;    /* /checkpoint/rest */
+    version_stream members; /* /clusters/offsets, members, weights */
     int broken; /* a write failed: the file is left as the last flush made it */
     int lock_fd;     /* csm_lock_take of lock_path, held while this process writes the log; -1 when not */
     char *lock_path; /* <log>.lock */
@@ -93,13 +111,15 @@ struct csm_log {
 
 /* Rows each dataset holds once the log has T frames, with the offsets of frame T. */
 typedef struct log_extent {
-    hsize_t T, clusters, memberships, versions, rest_clusters, rest_members;
+    hsize_t T, clusters, memberships, versions, rest_clusters, rest_members, mversions, mv_offsets, mv_members;
 } log_extent;
 
 /* The extent of a log's complete frames and the offsets of the last. */
 typedef struct log_frames {
     log_extent e;
-    int64_t fo[2], fc[2], ms[2], cs[2]; /* frame_offset, frame_cluster, member_start, cluster_start of the last */
+    /* of the last: frame_membership, frame_cluster; the rest version's member_start, cluster_start;
+       the membership version's version_offsets, version_members */
+    int64_t fo[2], fc[2], ms[2], cs[2], mo[2], mm[2];
 } log_frames;
 
 /* /recluster/events: one compound row per cluster marked for removal or added. `kind` is a
@@ -114,13 +134,13 @@ typedef struct event_row {
     double linear_energy;
 } event_row;
 
-/* The rest data of the clusters, in /checkpoint/rest order, as byte ranges. */
-typedef struct rest_segment {
+/* A version's data as byte ranges, each appended to a dataset. */
+typedef struct version_segment {
     int field;
     const void *data;
     size_t bytes;
     hsize_t rows;
-} rest_segment;
+} version_segment;
 
 extern const field_spec csm_log_fields[F_NFIELDS];
 
@@ -157,7 +177,9 @@ int csm_log_field_used(const csm_log *log, int k);
 hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e);
 /* Rows one frame appends to field f. */
 hsize_t csm_log_frame_rows(const field_spec *f, const csm_world *w);
-hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n);
+hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n, int compression);
+/* Chunked, and with a level > 0 shuffled and deflated (when this HDF5 has deflate). */
+hid_t csm_h5_chunked(int rank, const hsize_t *chunk, int compression);
 
 /* log.c */
 int csm_log_lock_take(csm_log *log, const char *path, csm_error *err);
@@ -166,10 +188,15 @@ int csm_log_writer_attrs(hid_t f);
 hid_t csm_log_event_type(void);
 
 /* checkpoint.c */
-int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, rest_segment *s);
-int csm_log_keep_rest(csm_log *log, const rest_segment *seg, int ns);
-/* A new version of /checkpoint/rest when the clusters' rest data changed since the last. */
-int csm_log_rest_version(csm_log *log, const csm_clusters *C);
+/* The segments of each stream's version: the clusters' rest data, their memberships. */
+int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, version_segment *s);
+int csm_log_member_segments(const csm_clusters *C, version_segment *s);
+/* Which datasets count each stream's rows. */
+void csm_log_version_streams(csm_log *log);
+/* Take these bytes as the stream's last version (a resumed log's). */
+int csm_log_keep_version(version_stream *v, const version_segment *seg, int ns);
+/* A new version of each stream whose data changed since its last version. */
+int csm_log_versions(csm_log *log, const csm_clusters *C);
 /* Cut every dataset back to the complete frames (a log without checkpoints is left uncut). */
 void csm_log_trim_after_crash(const char *path, hid_t file);
 

@@ -35,7 +35,7 @@ def main(argv=None):
     for r in runs_mod.expand(a.runs, a.where):
         with h5py.File(r.path, "r") as f:
             n = int(f.attrs["particles"])
-            memberships = int(f["clusters/frame_offset"][1] - f["clusters/frame_offset"][0])
+            memberships = int(f["clusters/frame_membership"][1] - f["clusters/frame_membership"][0])
             t = f["timings/" + a.stage][1:]  # after frame 0 (set-up)
             threads = int(f.attrs.get("threads", 0))
         g = ""

@@ -183,7 +183,7 @@ int csm_cmd_info(int argc, char **argv)
         int64_t m = read_1d(f, "/clusters/members", H5T_NATIVE_INT32, (void **)&members);
         int64_t no = read_1d(f, "/clusters/offsets", H5T_NATIVE_INT32, (void **)&offsets);
         if (m >= 0 && no >= k + 1 && n > 0) {
-            /* the last frame's CSR sits at the end of both arrays */
+            /* the last frame uses the last membership version, at the end of both arrays */
             const int32_t *off = offsets + (no - (k + 1));
             int32_t msz = off[k];
             const int32_t *mem = members + (m - msz);

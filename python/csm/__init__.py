@@ -40,12 +40,17 @@ class Clusters:
     """The clusters of one logged frame. Per cluster (k rows): ids (stable over reclustering),
     state (0 active, 1 fading out, 2 fading in), com (k, 3), R (k, 3, 3), Fp (k, 3, 3), width,
     stress_alpha. Per membership: member (particle ids), weight, and cluster (which cluster each
-    membership belongs to); members(c) and weights(c) give one cluster's."""
+    membership belongs to); members(c) and weights(c) give one cluster's. version: the membership
+    version the frame uses (frames of one version share their memberships)."""
 
     def __init__(self, f, t):
-        fc, fo = f["clusters/frame_cluster"], f["clusters/frame_offset"]
+        fc = f["clusters/frame_cluster"]
         a, b = int(fc[t]), int(fc[t + 1])
-        m0, m1 = int(fo[t]), int(fo[t + 1])
+        # the memberships are written once per version, when they change
+        v = int(f["clusters/membership_version"][t])
+        o0, o1 = (int(x) for x in f["clusters/version_offsets"][v:v + 2])
+        m0, m1 = (int(x) for x in f["clusters/version_members"][v:v + 2])
+        self.version = v
         self.count = b - a
         self.ids = f["clusters/id"][a:b]
         self.state = f["clusters/state"][a:b]
@@ -54,8 +59,7 @@ class Clusters:
         self.Fp = f["clusters/Fp"][a:b]
         self.width = f["clusters/width"][a:b]
         self.stress_alpha = f["clusters/stress_alpha"][a:b]
-        # frame t's k + 1 offsets follow the t earlier frames' k + 1 each
-        self.offsets = f["clusters/offsets"][a + t:b + t + 1]
+        self.offsets = f["clusters/offsets"][o0:o1]
         self.member = f["clusters/members"][m0:m1]
         self.weight = f["clusters/weights"][m0:m1]
         self.cluster = np.repeat(np.arange(self.count), np.diff(self.offsets))
