@@ -26,7 +26,7 @@ BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-de
 RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy python3-yaml python3-venv python3-pip python3-setuptools"
 FIGURE_PKGS="python3-matplotlib python3-yaml ffmpeg"
 FUZZ_PKGS="clang libclang-rt-14-dev"
-TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml paraview python3-paraview xvfb xauth"
+TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml paraview python3-paraview xvfb xauth libxml2-utils"
 
 install_missing() {
     local missing=()

@@ -118,5 +118,36 @@ for f in code:
 if not bare:
     print("ok: every equation cited in the C code names its paper")
 
+# --- every equation cited names a paper of docs/REFERENCES.md, which lists it ---------------
+refs = open(os.path.join(root, "docs", "REFERENCES.md")).read()
+sections = {m.group(1): refs[m.end():refs.find("\n### ", m.end()) % (len(refs) + 1)]
+            for m in re.finditer(r"^### (.+)$", refs, re.M)}
+# the short names the code uses, as regular expressions, and the heading they belong to
+aliases = [(r"Bargteil-Jones( 2014)?", "Bargteil-Jones 2014"), (r"Falkenstein( et al\.)?( 2017)?", "Falkenstein 2017"),
+           (r"M(ü|u|ue)ller( et al\.)? 2005", "Müller 2005"), (r"Müller et al\. 2007", "Müller et al. 2007"),
+           (r"Barill et al\. 2018", "Barill et al. 2018")]
+cited = re.compile(r"\s*(Eqs?|Algorithm)\.? ?(\d+)(-(\d+))?")
+listed = 0
+for f in code:
+    for n, line in enumerate(open(os.path.join(root, f)).read().split("\n"), 1):
+        for pattern, heading in aliases:
+            for m in re.finditer(pattern, line):
+                c = cited.match(line[m.end():])
+                if not c:
+                    continue
+                kind = "Algorithm" if c.group(1) == "Algorithm" else "Eq"
+                first, last = int(c.group(2)), int(c.group(4) or c.group(2))
+                text = sections.get(heading, "")
+                numbers = set()
+                for r in re.finditer(kind + r" (\d+)( (to|and) " + kind + r" (\d+))?", text):
+                    lo, hi = int(r.group(1)), int(r.group(4) or r.group(1))
+                    numbers.update(range(lo, hi + 1) if r.group(3) != "and" else (lo, hi))
+                missing = [k for k in range(first, last + 1) if k not in numbers]
+                if missing:
+                    fail(f"{f}:{n}: {heading} {kind} {missing[0]} is not listed under its paper in docs/REFERENCES.md")
+                listed += 1
+if not failed:
+    print(f"ok: the {listed} equation citations of the C code are listed in docs/REFERENCES.md")
+
 if failed:
     sys.exit(f"{len(failed)} problem(s) with docs/MAP.md")

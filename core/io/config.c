@@ -27,9 +27,10 @@ static const csm_param_spec output_params[] = {
     CSM_P_UNBOUND("path", CSM_STRING, 0, 0, 0, "HDF5 log path (default out/<name>.h5)", NULL, "", 0),
     CSM_PARAM_FIELD("every", CSM_INT, csm_config, output_every, 1, 1, 1e9, "log every N-th frame", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("goals", CSM_BOOL, csm_config, output_goals, 0, 0, 1, "also log /frames/goals", NULL, 0, 0, 0, NULL, 0),
-    CSM_PARAM_FIELD("compression", CSM_INT, csm_config, output_compression, 4, 0, 9,
-                    "deflate level of the per-particle datasets, after a byte shuffle (0: uncompressed; h5py and "
-                    "ParaView read either)", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("compression", CSM_INT, csm_config, output_compression, 0, 0, 9,
+                    "deflate level of the per-particle datasets, after a byte shuffle (0: none; h5py and ParaView "
+                    "read either). Positions and velocities are full-precision doubles: level 1 made the bunny's "
+                    "log 11 % smaller and its run 1.4x slower", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
 

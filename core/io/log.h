@@ -58,5 +58,7 @@ int csm_log_status(const char *path, char *status, int size, int64_t *frames);
 
 /* Path of the sidecar of a log. */
 void csm_log_xdmf_path(const char *h5path, char *buf, int size);
+/* Path of the view file the sidecar reads speed, displacement and cluster from (LOG.view.hdf5). */
+void csm_log_view_path(const char *h5path, char *buf, int size);
 
 #endif

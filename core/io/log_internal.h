@@ -200,6 +200,12 @@ int csm_log_versions(csm_log *log, const csm_clusters *C);
 /* Cut every dataset back to the complete frames (a log without checkpoints is left uncut). */
 void csm_log_trim_after_crash(const char *path, hid_t file);
 
+/* view.c */
+/* The view file of a log (file open for reading, T frames of n particles): speed, displacement
+   and nearest cluster per frame, written whole or not at all. *has_cluster says whether the log
+   had the memberships for the colour. */
+int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, int *has_cluster);
+
 /* recover.c */
 /* Open for writing, clearing the open-for-writing mark a killed writer left. */
 hid_t csm_log_open_clearing(const char *path);

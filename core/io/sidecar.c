@@ -5,13 +5,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-void csm_log_xdmf_path(const char *h5path, char *buf, int size)
+/* The log's path with its extension replaced by `ext`. */
+static void beside(const char *h5path, const char *ext, char *buf, int size)
 {
     const char *dot = strrchr(h5path, '.'), *slash = strrchr(h5path, '/');
     if (dot && (!slash || dot > slash))
-        snprintf(buf, (size_t)size, "%.*s.xmf", (int)(dot - h5path), h5path);
+        snprintf(buf, (size_t)size, "%.*s%s", (int)(dot - h5path), h5path, ext);
     else
-        snprintf(buf, (size_t)size, "%s.xmf", h5path);
+        snprintf(buf, (size_t)size, "%s%s", h5path, ext);
+}
+
+void csm_log_xdmf_path(const char *h5path, char *buf, int size) { beside(h5path, ".xmf", buf, size); }
+
+/* (.hdf5, so that a glob of a folder's *.h5 finds the logs alone) */
+void csm_log_view_path(const char *h5path, char *buf, int size) { beside(h5path, ".view.hdf5", buf, size); }
+
+/* A file name as XML text: &, < and > escaped (quotes too, for good measure). */
+static void xml_escape(const char *in, char *out, size_t size)
+{
+    size_t nb = 0;
+    for (const char *ch = in; *ch && nb + 7 < size; ch++) {
+        const char *esc = *ch == '&' ? "&amp;" : *ch == '<' ? "&lt;" : *ch == '>' ? "&gt;" : *ch == '"' ? "&quot;"
+                        : *ch == '\'' ? "&apos;" : NULL;
+        if (esc) {
+            memcpy(out + nb, esc, strlen(esc));
+            nb += strlen(esc);
+        } else {
+            out[nb++] = *ch;
+        }
+    }
+    out[nb] = '\0';
+}
+
+static const char *file_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
 }
 
 /* ParaView 5.11's Xdmf3 reader (the one picked for .xmf) reads slices of the (T, n, 3)
@@ -42,25 +71,16 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     int has_goals = H5Lexists(file, "/frames/goals", H5P_DEFAULT) > 0;
     H5Dclose(pos);
     H5Dclose(tds);
+    /* speed, displacement and the nearest cluster, in the view file beside the log (view.c) */
+    char viewpath[4200];
+    csm_log_view_path(h5path, viewpath, sizeof viewpath);
+    int has_cluster = 0, has_view = csm_log_write_view(file, viewpath, T, n, &has_cluster) == 0;
     H5Fclose(file);
 
-    /* The sidecar refers to the log by its file name: both sit in one folder. The name goes into
-       element text, so &, < and > are escaped (quotes too, for good measure). */
-    const char *name = strrchr(h5path, '/');
-    name = name ? name + 1 : h5path;
-    char base[6 * 1024];
-    size_t nb = 0;
-    for (const char *ch = name; *ch && nb + 7 < sizeof base; ch++) {
-        const char *esc = *ch == '&' ? "&amp;" : *ch == '<' ? "&lt;" : *ch == '>' ? "&gt;" : *ch == '"' ? "&quot;"
-                        : *ch == '\'' ? "&apos;" : NULL;
-        if (esc) {
-            memcpy(base + nb, esc, strlen(esc));
-            nb += strlen(esc);
-        } else {
-            base[nb++] = *ch;
-        }
-    }
-    base[nb] = '\0';
+    /* The sidecar refers to the log and the view file by their names: all sit in one folder. */
+    char base[6 * 1024], view[6 * 1024];
+    xml_escape(file_name(h5path), base, sizeof base);
+    xml_escape(file_name(viewpath), view, sizeof view);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", buf);
     FILE *f = fopen(tmp, "w");
@@ -104,6 +124,25 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
                        "%s:/frames/%s|%llu 0 0:1 1 1:1 %llu 3:%llu %llu 3</DataItem>\n",
                     (unsigned long long)n, base, attrs[a], (unsigned long long)t, (unsigned long long)n,
                     (unsigned long long)T, (unsigned long long)n);
+            fprintf(f, "    </Attribute>\n");
+        }
+        static const struct {
+            const char *name, *type, *number;
+            int cols, precision;
+        } derived[] = {{"speed", "Scalar", "Float", 1, 4}, {"displacement", "Vector", "Float", 3, 4}, {"cluster", "Scalar", "Int", 1, 4}};
+        for (int a = 0; a < 3 && has_view; a++) {
+            if (a == 2 && !has_cluster) continue;
+            unsigned long long c = (unsigned long long)derived[a].cols, tt = (unsigned long long)t, nn = (unsigned long long)n;
+            fprintf(f, "    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n", derived[a].name, derived[a].type);
+            if (c > 1)
+                fprintf(f, "     <DataItem Dimensions=\"%llu %llu\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">"
+                           "%s:/%s|%llu 0 0:1 1 1:1 %llu %llu:%llu %llu %llu</DataItem>\n",
+                        nn, c, derived[a].number, derived[a].precision, view, derived[a].name, tt, nn, c,
+                        (unsigned long long)T, nn, c);
+            else
+                fprintf(f, "     <DataItem Dimensions=\"%llu\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">"
+                           "%s:/%s|%llu 0:1 1:1 %llu:%llu %llu</DataItem>\n",
+                        nn, derived[a].number, derived[a].precision, view, derived[a].name, tt, nn, (unsigned long long)T, nn);
             fprintf(f, "    </Attribute>\n");
         }
         fprintf(f, "   </Grid>\n");

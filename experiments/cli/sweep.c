@@ -275,11 +275,13 @@ static void last_error_line(const char *logpath, char *buf, size_t size)
 static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_t size)
 {
     double wall = csm_now() - r->started;
-    char partial[4300], final[4200], pxmf[4300], fxmf[4200], logpath[4200];
+    char partial[4300], final[4200], pxmf[4300], fxmf[4200], pview[4300], fview[4200], logpath[4200];
     snprintf(partial, sizeof partial, "%s/.partial/%s.h5", s->dir, r->id);
     path_of(s, r->id, ".h5", final, sizeof final);
     csm_log_xdmf_path(partial, pxmf, sizeof pxmf);
     csm_log_xdmf_path(final, fxmf, sizeof fxmf);
+    csm_log_view_path(partial, pview, sizeof pview);
+    csm_log_view_path(final, fview, sizeof fview);
     path_of(s, r->id, ".log", logpath, sizeof logpath);
     int64_t frames = -1;
     int have_log = access(partial, F_OK) == 0;
@@ -302,6 +304,7 @@ static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_
     }
     if (have_log) {
         rename(partial, final);
+        if (access(pview, F_OK) == 0) rename(pview, fview); /* before the sidecar that reads it */
         if (access(pxmf, F_OK) == 0) rename(pxmf, fxmf);
     }
     char rec[4200], tmp[4300];

@@ -1,0 +1,208 @@
+/* The view file beside a log (LOG.view.hdf5): per-frame fields derived from the log for viewers,
+   which the sidecar hands to ParaView next to the positions. ParaView's XDMF 3 reader (the one it
+   picks for .xmf) evaluates no functions of datasets, so they are written out once the run ends:
+     speed         (T, n)    f32  |v_i|
+     displacement  (T, n, 3) f32  x_i - r_i, from the rest positions
+     cluster       (T, n)    i32  the stable id (/clusters/id) of the nearest centre among the
+                                  clusters the particle belongs to, -1 in none: Falkenstein 2017
+                                  Fig 2 colours particles by their closest cluster centre
+   Single precision: what a picture needs, and half the bytes. The file is written whole under a
+   temporary name and renamed, so a view file is complete or absent; it holds nothing the log
+   does not, and `csm info` writes it again for a log whose run was killed. */
+#include "log_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the view needs of a log's clusters, a frame at a time. */
+typedef struct cluster_source {
+    hid_t com, id, offsets, members;
+    int64_t *frame_cluster, *version_offsets, *version_members;
+    int32_t *version; /* [T] */
+    int32_t *offset, *member;
+    int64_t loaded; /* version whose offsets and members are loaded, -1 none */
+} cluster_source;
+
+static hid_t open_if(hid_t file, const char *path)
+{
+    return H5Lexists(file, path, H5P_DEFAULT) > 0 ? H5Dopen2(file, path, H5P_DEFAULT) : -1;
+}
+
+static void *read_all(hid_t file, const char *path, hid_t type, size_t size, hsize_t *rows)
+{
+    hid_t ds = open_if(file, path);
+    *rows = ds >= 0 ? csm_h5_rows(ds) : 0;
+    void *buf = ds >= 0 ? malloc(size * (*rows + 1)) : NULL;
+    if (buf && *rows && csm_h5_read(ds, type, 0, *rows, buf)) {
+        free(buf);
+        buf = NULL;
+    }
+    if (ds >= 0) H5Dclose(ds);
+    return buf;
+}
+
+static void clusters_close(cluster_source *s)
+{
+    hid_t ds[] = {s->com, s->id, s->offsets, s->members};
+    for (int k = 0; k < 4; k++)
+        if (ds[k] >= 0) H5Dclose(ds[k]);
+    free(s->frame_cluster);
+    free(s->version_offsets);
+    free(s->version_members);
+    free(s->version);
+    free(s->offset);
+    free(s->member);
+}
+
+/* 0 when the log has versioned memberships for its T frames (logs before them get no colour). */
+static int clusters_open(hid_t file, hsize_t T, cluster_source *s)
+{
+    memset(s, 0, sizeof *s);
+    s->loaded = -1;
+    s->com = open_if(file, "/clusters/com");
+    s->id = open_if(file, "/clusters/id");
+    s->offsets = open_if(file, "/clusters/offsets");
+    s->members = open_if(file, "/clusters/members");
+    hsize_t nfc, nvo, nvm, nv;
+    s->frame_cluster = read_all(file, "/clusters/frame_cluster", H5T_NATIVE_INT64, 8, &nfc);
+    s->version_offsets = read_all(file, "/clusters/version_offsets", H5T_NATIVE_INT64, 8, &nvo);
+    s->version_members = read_all(file, "/clusters/version_members", H5T_NATIVE_INT64, 8, &nvm);
+    s->version = read_all(file, "/clusters/membership_version", H5T_NATIVE_INT32, 4, &nv);
+    int ok = s->com >= 0 && s->id >= 0 && s->offsets >= 0 && s->members >= 0 && s->frame_cluster &&
+             s->version_offsets && s->version_members && s->version && nfc >= T + 1 && nv >= T && nvo == nvm;
+    for (hsize_t t = 0; ok && t < T; t++) ok = s->version[t] >= 0 && (hsize_t)s->version[t] + 1 < nvo;
+    if (!ok) clusters_close(s);
+    return ok ? 0 : -1;
+}
+
+/* Frame t's nearest cluster of each particle, as a stable id. */
+static int nearest_clusters(cluster_source *s, hsize_t t, const double *x, int32_t n, double *best, int32_t *out)
+{
+    int64_t v = s->version[t];
+    if (v != s->loaded) {
+        hsize_t o0 = (hsize_t)s->version_offsets[v], o1 = (hsize_t)s->version_offsets[v + 1];
+        hsize_t m0 = (hsize_t)s->version_members[v], m1 = (hsize_t)s->version_members[v + 1];
+        int32_t *off = realloc(s->offset, sizeof *off * (o1 - o0 + 1)), *mem = off ? realloc(s->member, sizeof *mem * (m1 - m0 + 1)) : NULL;
+        if (off) s->offset = off;
+        if (mem) s->member = mem;
+        if (!off || !mem || o1 <= o0 || csm_h5_read(s->offsets, H5T_NATIVE_INT32, o0, o1 - o0, s->offset) ||
+            csm_h5_read(s->members, H5T_NATIVE_INT32, m0, m1 - m0, s->member))
+            return -1;
+        s->loaded = v;
+    }
+    hsize_t a = (hsize_t)s->frame_cluster[t], b = (hsize_t)s->frame_cluster[t + 1];
+    int32_t k = (int32_t)(b - a);
+    double *com = malloc(sizeof *com * 3 * (size_t)(k + 1));
+    int32_t *id = malloc(sizeof *id * (size_t)(k + 1));
+    int rc = !com || !id || (k > 0 && (csm_h5_read(s->com, H5T_NATIVE_DOUBLE, a, (hsize_t)k, com) ||
+                                       csm_h5_read(s->id, H5T_NATIVE_INT32, a, (hsize_t)k, id)));
+    for (int32_t i = 0; i < n && !rc; i++) {
+        best[i] = INFINITY;
+        out[i] = -1;
+    }
+    for (int32_t c = 0; c < k && !rc; c++)
+        for (int32_t j = s->offset[c]; j < s->offset[c + 1]; j++) {
+            int32_t i = s->member[j];
+            if (i < 0 || i >= n) continue;
+            const double *p = &x[3 * i], *q = &com[3 * c];
+            double d = (p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + (p[2] - q[2]) * (p[2] - q[2]);
+            if (d < best[i]) {
+                best[i] = d;
+                out[i] = id[c];
+            }
+        }
+    free(com);
+    free(id);
+    return rc ? -1 : 0;
+}
+
+static hid_t view_dataset(hid_t file, const char *name, hid_t type, hsize_t T, hsize_t n, int cols, const char *units,
+                          const char *description, int compress)
+{
+    hsize_t dims[3] = {T, n, (hsize_t)cols}, chunk[3] = {1, n < 4096 ? (n ? n : 1) : 4096, (hsize_t)cols};
+    int rank = cols > 1 ? 3 : 2;
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t dcpl = csm_h5_chunked(rank, chunk, compress);
+    hid_t ds = T > 0 ? H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    if (ds >= 0) {
+        csm_h5_attr_string(ds, "units", units);
+        csm_h5_attr_string(ds, "description", description);
+    }
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    return ds;
+}
+
+/* Write row t of a (T, n[, cols]) dataset. */
+static int write_frame(hid_t ds, hid_t type, hsize_t t, hsize_t n, int cols, const void *data)
+{
+    hsize_t start[3] = {t, 0, 0}, count[3] = {1, n, (hsize_t)cols};
+    int rank = cols > 1 ? 3 : 2;
+    hid_t space = H5Dget_space(ds), mem = H5Screate_simple(rank, count, NULL);
+    herr_t rc = H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+    if (rc >= 0) rc = H5Dwrite(ds, type, mem, space, H5P_DEFAULT, data);
+    H5Sclose(mem);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, int *has_cluster)
+{
+    *has_cluster = 0;
+    hid_t pos = open_if(log, "/frames/positions"), vel = open_if(log, "/frames/velocities");
+    double *rest = malloc(sizeof *rest * 3 * (n + 1));
+    hsize_t nr = 0;
+    double *r = read_all(log, "/rest/positions", H5T_NATIVE_DOUBLE, 24, &nr);
+    if (r && nr == n) memcpy(rest, r, sizeof *rest * 3 * n);
+    free(r);
+    if (pos < 0 || vel < 0 || !rest || nr != n || n > INT32_MAX) {
+        if (pos >= 0) H5Dclose(pos);
+        if (vel >= 0) H5Dclose(vel);
+        free(rest);
+        return -1;
+    }
+    cluster_source cs;
+    int colour = clusters_open(log, T, &cs) == 0;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", viewpath);
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t speed = f >= 0 ? view_dataset(f, "speed", H5T_NATIVE_FLOAT, T, n, 1, "m/s", "|v_i| of each frame", 0) : -1;
+    hid_t disp = f >= 0 ? view_dataset(f, "displacement", H5T_NATIVE_FLOAT, T, n, 3, "m", "x_i - r_i: from the rest position", 0) : -1;
+    hid_t near = f >= 0 && colour ? view_dataset(f, "cluster", H5T_NATIVE_INT32, T, n, 1, "1",
+                                              "stable id of the nearest centre among the particle's clusters "
+                                              "(Falkenstein 2017 Fig 2), -1 in none", 1)
+                                  : -1;
+    double *x = malloc(sizeof *x * 3 * n + 1), *v = malloc(sizeof *v * 3 * n + 1), *best = malloc(sizeof *best * n + 1);
+    float *s = malloc(sizeof *s * 3 * n + 1);
+    int32_t *id = malloc(sizeof *id * n + 1);
+    int rc = f < 0 || speed < 0 || disp < 0 || (colour && near < 0) || !x || !v || !best || !s || !id ? -1 : 0;
+    for (hsize_t t = 0; t < T && !rc; t++) {
+        rc = csm_h5_read(pos, H5T_NATIVE_DOUBLE, t, 1, x) || csm_h5_read(vel, H5T_NATIVE_DOUBLE, t, 1, v) ? -1 : 0;
+        for (hsize_t i = 0; i < n && !rc; i++) {
+            const double *vi = &v[3 * i];
+            s[i] = (float)sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        }
+        if (!rc) rc = write_frame(speed, H5T_NATIVE_FLOAT, t, n, 1, s);
+        for (hsize_t a = 0; a < 3 * n && !rc; a++) s[a] = (float)(x[a] - rest[a]);
+        if (!rc) rc = write_frame(disp, H5T_NATIVE_FLOAT, t, n, 3, s);
+        if (!rc && colour)
+            rc = nearest_clusters(&cs, t, x, (int32_t)n, best, id) || write_frame(near, H5T_NATIVE_INT32, t, n, 1, id) ? -1 : 0;
+    }
+    hid_t ds[] = {speed, disp, near, pos, vel};
+    for (int k = 0; k < 5; k++)
+        if (ds[k] >= 0) H5Dclose(ds[k]);
+    if (colour) clusters_close(&cs);
+    if (f >= 0 && H5Fclose(f) < 0) rc = -1;
+    free(x);
+    free(v);
+    free(best);
+    free(s);
+    free(id);
+    free(rest);
+    if (!rc && rename(tmp, viewpath) != 0) rc = -1;
+    if (rc) remove(tmp);
+    *has_cluster = colour && !rc;
+    return rc;
+}
