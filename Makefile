@@ -33,6 +33,7 @@ $(OUT)/bunny.md:
 	data/fetch_meshes.sh
 	$(CSM) run $(C)/bunny.yaml -o $(OUT)/bunny/bunny.h5 --force
 	$(PY) $(A)/render.py $(OUT)/bunny/bunny.h5 --frames 0,30,60,-1 -o $(OUT)/bunny
+	$(PY) $(A)/surface.py $(OUT)/bunny/bunny.h5 --frames 0,30,60,-1 -o $(OUT)/bunny/bunny_surface --png
 	$(PY) $(A)/compare.py $(OUT)/bunny/bunny.h5 -q energy -q center_of_mass.y -o $(OUT)/bunny_energy > $@
 
 # Bargteil-Jones 2014 Fig 2: the spinning cube, shape matching against PBD, both rotations.

@@ -23,10 +23,10 @@ cd "$(dirname "$0")"
 # needs TEST_PKGS; RUN_PKGS include what the README's Python tour reads logs with (h5py, numpy,
 # yaml for a log's config as a dict, and venv + pip + setuptools to install python/ offline).
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
-RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy python3-yaml python3-venv python3-pip python3-setuptools"
-FIGURE_PKGS="python3-matplotlib python3-yaml ffmpeg"
+RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy python3-yaml python3-venv python3-pip python3-setuptools python3-matplotlib python3-skimage"
+FIGURE_PKGS="python3-matplotlib python3-yaml python3-skimage ffmpeg"
 FUZZ_PKGS="clang libclang-rt-14-dev"
-TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml paraview python3-paraview xvfb xauth libxml2-utils"
+TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml python3-skimage paraview python3-paraview xvfb xauth libxml2-utils"
 
 install_missing() {
     local missing=()
