@@ -200,6 +200,8 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->forces);
     free(sim->colliders);
     free(sim->distance);
+    free(sim->work_force);
+    free(sim->force_before);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
     csm_report_free(&sim->report);
@@ -219,10 +221,31 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     csm_world *w = &sim->w;
     double *seconds = sim->report.timings.seconds;
     double t0 = csm_now();
-    memset(w->P.force, 0, sizeof(double) * 3 * (size_t)w->P.n);
-    for (int k = 0; k < sim->nforces; k++)
-        if (apply_stage(&sim->forces[k], w, h, err)) return -1;
+    int32_t n = w->P.n;
+    size_t bytes = sizeof(double) * 3 * (size_t)n;
+    memset(w->P.force, 0, bytes);
+    int working = 0; /* a force without a potential acted: its work is counted */
+    for (int k = 0; k < sim->nforces; k++) {
+        csm_stage *st = &sim->forces[k];
+        int counted = !st->potential && st->apply;
+        if (counted && !working) {
+            if (csm_grow((void **)&sim->work_force, &sim->work_cap[0], 3 * (int64_t)n, sizeof(double)) ||
+                csm_grow((void **)&sim->force_before, &sim->work_cap[1], 3 * (int64_t)n, sizeof(double)))
+                return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+            memset(sim->work_force, 0, bytes);
+            working = 1;
+        }
+        if (counted) memcpy(sim->force_before, w->P.force, bytes);
+        if (apply_stage(st, w, h, err)) return -1;
+        if (counted)
+            for (int64_t a = 0; a < 3 * (int64_t)n; a++) sim->work_force[a] += w->P.force[a] - sim->force_before[a];
+    }
     if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
+    if (working) {
+        double power = 0;
+        for (int64_t a = 0; a < 3 * (int64_t)n; a++) power += sim->work_force[a] * w->P.v[a];
+        sim->external_work += h * power;
+    }
     for (int k = 0; k < sim->ncolliders; k++)
         if (apply_stage(&sim->colliders[k], w, h, err)) return -1;
     double t1 = csm_now();

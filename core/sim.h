@@ -33,6 +33,13 @@ typedef struct csm_sim {
     int32_t frame;               /* frames completed */
     double *distance;            /* [distance_cap] per cluster, for the diagnostics */
     int64_t distance_cap;
+    /* The work done on the bodies by the forces that have no potential (compress, twist, drag),
+       summed over the steps: h sum_i f_i . v_i with v the velocity the integrator leaves, the
+       power of the force over the step. With the potentials of the others it closes the energy
+       budget: E(t) <= E(0) + external_work(t) when nothing creates energy. */
+    double external_work;
+    double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
+    int64_t work_cap[2];
 } csm_sim;
 
 /* Build particles from the objects, cluster them, create every plugin. */

@@ -143,6 +143,62 @@ static void test_elastic_energy_is_in_joules(void **state)
     scene_stop(&s);
 }
 
+/* The potential of the compress force, 1/2 s sum_i m_i (x_i - c)_x^2 about the centre of mass c.
+   The work /diagnostics/external_work counts for it, a sum over steps of h f . v, is the drop of
+   this potential to the step's error, and the block's energy exceeds what it had plus that work
+   by no more than that error. */
+static double squeeze_potential(const csm_particles *P, double s)
+{
+    double M = 0, c = 0, U = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        M += P->mass[i];
+        c += P->mass[i] * P->x[3 * i];
+    }
+    c /= M;
+    for (int32_t i = 0; i < P->n; i++) U += 0.5 * s * P->mass[i] * (P->x[3 * i] - c) * (P->x[3 * i] - c);
+    return U;
+}
+
+/* One squeeze of the block at `substeps` per frame: the external work, the potential's drop and
+   the most the energy exceeded its budget E(0) + W. */
+static void squeeze(const char *substeps, double *W, double *drop, double *excess)
+{
+    scene sc;
+    const char *sets[] = {"clustering.radius=0.3", "time.frames=30", substeps, "objects.0.deform=[[1,0,0],[0,1,0],[0,0,1]]",
+                          "forces=[{type: compress, scale: 400, axis: x, until: 100}]"};
+    scene_start(&sc, block, sets, 5);
+    csm_diag d;
+    csm_diagnostics(&sc.sim, &d);
+    double U0 = squeeze_potential(&sc.sim.w.P, 400), E0 = d.kinetic + d.elastic;
+    assert_true(sc.sim.external_work == 0.0 && E0 < 1e-20);
+    csm_error err;
+    *excess = 0;
+    for (int f = 0; f < sc.sim.cfg->frames; f++) {
+        if (csm_sim_frame(&sc.sim, &err)) fail_msg("%s", err.msg);
+        csm_diagnostics(&sc.sim, &d);
+        *excess = fmax(*excess, d.kinetic + d.elastic - E0 - sc.sim.external_work);
+    }
+    *W = sc.sim.external_work;
+    *drop = U0 - squeeze_potential(&sc.sim.w.P, 400);
+    scene_stop(&sc);
+}
+
+static void test_external_work_closes_the_budget(void **state)
+{
+    (void)state;
+    double W16, drop16, excess16, W32, drop32, excess32;
+    squeeze("time.substeps=16", &W16, &drop16, &excess16);
+    squeeze("time.substeps=32", &W32, &drop32, &excess32);
+    printf("squeezed block: external work %.5f J against a potential drop of %.5f J, energy above E(0) + W at most "
+           "%.3g J (16 substeps); %.5f against %.5f, %.3g J (32)\n", W16, drop16, excess16, W32, drop32, excess32);
+    assert_true(W16 > 1.0);
+    /* h f(x_n) . v_(n+1) is first order: within 2 %, and half as far at half the step */
+    assert_close(W16, drop16, 0.02 * W16);
+    assert_true(fabs(W32 - drop32) < 0.6 * fabs(W16 - drop16));
+    /* energy beyond the budget only as large as that error, and shrinking with it */
+    assert_true(excess16 < 0.02 * W16 && excess32 < 0.75 * excess16); /* measured: 0.061, then 0.039 J */
+}
+
 /* alpha_c = h^2 6 mu m_c / (rho tr(F^p A_rr F^pT)) for a cluster summed here by hand, clamped to
    1 and counted when the step is too coarse. */
 static void test_gains_follow_the_derivation(void **state)
@@ -313,6 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sheared_block_stores_material_energy),
         cmocka_unit_test(test_elastic_energy_is_in_joules),
+        cmocka_unit_test(test_external_work_closes_the_budget),
         cmocka_unit_test(test_gains_follow_the_derivation),
         cmocka_unit_test(test_gains_follow_plasticity_and_reclustering),
         cmocka_unit_test(test_modulus_needs_a_density),

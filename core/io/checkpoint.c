@@ -134,6 +134,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     rc |= csm_h5_read(log->ds[F_TIME], H5T_NATIVE_DOUBLE, t, 1, &w->time);
     rc |= csm_h5_read(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, t, 1, &frame);
     rc |= csm_h5_read(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
+    rc |= csm_h5_read(log->ds[F_EXTERNAL_WORK], H5T_NATIVE_DOUBLE, t, 1, &sim->external_work);
     rc |= csm_h5_read(log->ds[F_CK_NEXT_ID], H5T_NATIVE_INT32, t, 1, &C->next_id);
     rc |= csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version);
     rc |= csm_h5_read(log->ds[F_OFFSETS], H5T_NATIVE_INT32, (hsize_t)mo[0], hk + 1, C->offset);

@@ -29,6 +29,7 @@ ACCESSOR(d_kinetic, &c->d->kinetic)
 ACCESSOR(d_potential, &c->d->potential)
 ACCESSOR(d_elastic, &c->d->elastic)
 ACCESSOR(d_goal_distance, &c->d->goal_distance)
+ACCESSOR(d_external_work, &c->sim->external_work)
 ACCESSOR(d_momentum, c->d->momentum)
 ACCESSOR(d_angular, c->d->angular_momentum)
 ACCESSOR(d_com_all, c->d->center_of_mass)
@@ -87,6 +88,9 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                      "with k_c = alpha_c / h^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
     [F_GOAL_DISTANCE] = FIELD("/diagnostics/goal_distance", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "sum_c sum_i w_ic m_i |x_i - g_ic|^2, the mass-weighted squared distance "
                           "to the goals (what the papers minimise; logs written before elastic_energy was in J held this under that name)", 0, OPT_NONE, d_goal_distance),
+    [F_EXTERNAL_WORK] = FIELD("/diagnostics/external_work", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "work done so far by the forces without a potential (compress, twist, drag), "
+                          "sum over steps of h sum_i f_i . v_i: kinetic + potential + elastic energy stays below its frame-0 value plus this "
+                          "when nothing creates energy", 0, OPT_NONE, d_external_work),
     [F_MOMENTUM] = FIELD("/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE, d_momentum),
     [F_ANGULAR] = FIELD("/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE, d_angular),
     [F_COM_ALL] = FIELD("/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE, d_com_all),

@@ -13,6 +13,9 @@ QUANTITY (default: kinetic_energy, angular_momentum):
                     linear_momentum, center_of_mass) is drawn as its length
   NAME.x|y|z        one component of a vector diagnostic (angular_momentum.z)
   energy            kinetic + gravitational potential energy
+  total_energy      kinetic + potential + elastic energy (the springs'), and budget: that minus
+                    the work of the forces without a potential (external_work), which never rises
+                    above its frame-0 value unless the simulation creates energy
   displacement:ID   distance of particle ID from where it was at frame 0
   position:ID.x|y|z one coordinate of particle ID
   clusters          clusters per frame
@@ -39,6 +42,12 @@ def quantity(f, spec):
     """(values over the logged frames, axis label) of one quantity in an open log."""
     if spec == "energy":
         return f["diagnostics/kinetic_energy"][:] + f["diagnostics/potential_energy"][:], "kinetic + potential energy (J)"
+    if spec in ("total_energy", "budget"):
+        d = f["diagnostics"]
+        e = d["kinetic_energy"][:] + d["potential_energy"][:] + d["elastic_energy"][:]
+        if spec == "total_energy":
+            return e, "kinetic + potential + elastic energy (J)"
+        return e - d["external_work"][:], "energy − work of the forces without potential (J)"
     if spec == "clusters":
         return f["clusters/count"][:].astype(float), "clusters"
     if spec.startswith("timing:"):

@@ -5,19 +5,20 @@
 
 Columns
   length    the body's extent along its longest principal axis (sqrt(12 eig) of the mass
-            covariance, so rotations do not change it): at frame 0, at the release of a
-            `compress` force, its minimum over the run, at the end (m)
+            covariance, so rotations do not change it): at frame 0, at the release of the
+            `compress` or `twist` force, its minimum over the run, at the end (m)
   set       rms distance of the last frame from the best rigid placement of the rest shape (m):
             the deformation the body keeps
   cond      largest cond(F^p) over clusters and frames (/diagnostics/max_cond_Fp)
   det F^p   the range of /diagnostics/volume_ratio (mean det F^p), 1 when plastic flow keeps volume
   yielded   most clusters that flowed in one frame, and cluster-steps skipped on a degenerate F^e
   energy    largest mechanical energy (kinetic + gravitational, above the lowest potential the
-            run reaches) after the release of a `compress` force, or over the whole run without
-            one, over the energy the body was given: its mechanical energy at frame 0 plus the
-            work of the compress force (its potential 1/2 s sum m (x - c)_axis^2 at frame 0 minus
-            at release). Colliders and plastic flow only take energy away, so a ratio above 1 is
-            energy the simulation created
+            run reaches) after the release of a `compress` or `twist` force, or over the whole
+            run without one, over the energy the body was given: its mechanical energy at frame 0
+            plus the most work the forces without a potential did (/diagnostics/external_work;
+            for a log without it, the compress force's potential 1/2 s sum m (x - c)_axis^2 at
+            frame 0 minus at release). Colliders and plastic flow only take energy away, so a
+            ratio above 1 is energy the simulation created
   stable    no: status not ok, non-finite state, or energy ratio above 1
 """
 import argparse
@@ -53,6 +54,12 @@ def compress_force(config):
     return None
 
 
+def release_time(config):
+    """When the last compress or twist force stops acting (None without one)."""
+    times = [float(fc.get("until", 4)) for fc in config.get("forces") or [] if fc.get("type") in ("compress", "twist")]
+    return max(times) if times else None
+
+
 def compress_potential(x, m, force, object_slice):
     axis = "xyz".index(str(force.get("axis", "x")))
     xs, ms = x[object_slice], m[object_slice]
@@ -71,7 +78,8 @@ def analyse(path):
         ke = d["kinetic_energy"][:]
         T = len(t)
         force = compress_force(config)
-        release = int(np.searchsorted(t, force["until"] - 1e-9)) if force else None
+        until = release_time(config)
+        release = int(np.searchsorted(t, until - 1e-9)) if until is not None else None
         if release is not None and release >= T:
             release = T - 1
         every = max(1, T // 200)
@@ -94,16 +102,17 @@ def analyse(path):
             "finite": bool(np.isfinite(x_last).all()),
         }
         # energy budget: what the body had at frame 0 above the lowest potential it reaches,
-        # plus the work of a compress force up to its release
+        # plus the most work the forces without a potential did
         pe = d["potential_energy"][:]
         floor = pe.min()
         budget = ke[0] + pe[0] - floor
-        start = 0
-        if force:
+        start = release or 0
+        if "external_work" in d:
+            budget += max(0.0, float(d["external_work"][:].max()))
+        elif force:
             obj = int(force.get("object", -1))
             sl = slice(None) if obj < 0 else (f["rest/object"][:] == obj)
             budget += compress_potential(X[0], m, force, sl) - compress_potential(X[release], m, force, sl)
-            start = release
         mech = ke[start:] + pe[start:] - floor
         row["energy"] = float(mech.max() / budget) if budget > 0 else float("inf")
         row["stable"] = row["status"] == "ok" and row["finite"] and not (row["energy"] > 1)

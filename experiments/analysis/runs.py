@@ -4,11 +4,9 @@ Every analysis script takes a list of RUNS: sweep folders (written by `csm sweep
 their index.csv) and single .h5 logs, in any mix. A sweep's run is labelled by its swept values
 ("count=40, rotation=polar_f"), a single log by its config name.
 """
-import csv
 import os
 import sys
 
-import h5py
 import numpy as np
 
 # the reader in python/, where the script runs from the source tree and csm is not installed
@@ -32,19 +30,15 @@ def short_key(key):
 
 
 def read_sweep(folder):
-    index = os.path.join(folder, "index.csv")
-    if not os.path.exists(index):
+    """The runs of a sweep that wrote a log (csm.sweep), labelled by their swept values."""
+    if not os.path.exists(os.path.join(folder, "index.csv")):
         sys.exit(f"{folder}: no index.csv (is it a folder written by csm sweep?)")
-    with open(index, newline="") as f:
-        rows = list(csv.DictReader(f))
-    fixed = {"run", "status", "frames", "wall_s", "path"}
     runs = []
-    for row in rows:
-        if not row["path"]:
+    for r in csm.sweep(folder):
+        if not r.path:
             continue  # pending, or failed before it wrote a log
-        values = {k: v for k, v in row.items() if k not in fixed}
-        label = ", ".join(f"{short_key(k)}={v}" for k, v in values.items()) or row["run"]
-        runs.append(Run(os.path.join(folder, row["path"]), label, values, row["status"]))
+        label = ", ".join(f"{short_key(k)}={v}" for k, v in r.values.items()) or r.id
+        runs.append(Run(r.path, label, r.values, r.status))
     return runs
 
 
@@ -56,9 +50,12 @@ def expand(paths, where=None):
         if os.path.isdir(p):
             runs.extend(read_sweep(p))
         elif os.path.exists(p):
-            with h5py.File(p, "r") as f:
-                name = str(f.attrs.get("name", os.path.splitext(os.path.basename(p))[0]))
-                status = str(f.attrs.get("status", ""))
+            try:
+                with csm.open(p) as log:
+                    name = str(log.attrs.get("name", os.path.splitext(os.path.basename(p))[0]))
+                    status = str(log.attrs.get("status", ""))
+            except ValueError as e:
+                sys.exit(str(e))
             runs.append(Run(p, name, {}, status))
         else:
             sys.exit(f"{p}: no such log or sweep folder")
