@@ -79,8 +79,7 @@ $(OUT)/rotation_rectangle.md:
 # Falkenstein 2017 Table 1 (and the runs of Fig 2 and Fig 4).
 $(OUT)/table1.md:
 	mkdir -p $(OUT)
-	experiments/recluster.sh $(CSM) > $@.tmp
-	mkdir -p $(OUT)/recluster && cp out/recluster/*.h5 out/recluster/*.xmf $(OUT)/recluster/
+	experiments/recluster.sh $(CSM) $(OUT)/recluster > $@.tmp
 	mv $@.tmp $@
 
 # Falkenstein 2017 Fig 2 and Fig 4: the final frames, coloured by the closest cluster centre,

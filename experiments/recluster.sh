@@ -1,13 +1,13 @@
 #!/bin/bash
 # The reclustering experiments (README, Experiments): the rows of Falkenstein 2017 Table 1 --
 # the lambda = 0 compressed beam without reclustering, with `embedded` and with `world_space`, the
-# lambda = 0.1 beam with `embedded`, the twisted beam -- into out/recluster/, then Table 1 (ms per
-# frame by stage) from the logs' /timings/* and the plastic state of each run.
-# Usage: experiments/recluster.sh [path/to/csm]
+# lambda = 0.1 beam with `embedded`, the twisted beam -- into FOLDER (default out/recluster/), then
+# Table 1 (ms per frame by stage) from the logs' /timings/* and the plastic state of each run.
+# Usage: experiments/recluster.sh [path/to/csm [FOLDER]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 csm=${1:-build/csm}
-out=out/recluster
+out=${2:-out/recluster}
 mkdir -p "$out"
 rows=(beam_compress beam_compress_embedded beam_compress_world_space beam_compress_elastic_embedded beam_twist)
 for name in "${rows[@]}"; do
