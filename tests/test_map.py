@@ -149,5 +149,31 @@ for f in code:
 if not failed:
     print(f"ok: the {listed} equation citations of the C code are listed in docs/REFERENCES.md")
 
+# --- every file the README and the docs name is in the repository ---------------------------
+# A name in backquotes or a link that looks like a path (a folder in it, or a source, config or
+# text extension) must be a tracked file or folder, or a tracked file's name, or a file
+# `make figures` writes; `data/meshes/` is unpacked from Debian at set-up.
+tracked = set(files)
+folders = {os.path.dirname(t) for t in tracked}
+folders |= {os.path.dirname(d) for d in list(folders)}
+basenames = {os.path.basename(t) for t in tracked} | {t[len("experiments/"):] for t in tracked if t.startswith("experiments/")}
+made = open(os.path.join(root, "Makefile")).read()
+named = 0
+for doc in ["README.md", "experiments/README.md", "docs/DESIGN.md", "docs/MAP.md", "docs/REFERENCES.md"]:
+    for m in re.finditer(r"`([^`\s]+)`|\]\(([^)\s]+)\)", open(os.path.join(root, doc)).read()):
+        p = (m.group(1) or m.group(2)).split("#")[0].rstrip(",.:;")
+        if p.startswith(("http", "out/", "/", "$", "-", "LOG", "build", ".venv", "data/meshes")) or not re.match(r"^[\w./-]+$", p):
+            continue
+        if not re.search(r"/|\.(c|h|py|sh|yaml|md|txt|cmake|in)$", p) or p.endswith("/") and not p.strip("./"):
+            continue
+        named += 1
+        rel = os.path.normpath(os.path.join(os.path.dirname(doc), p)) if doc.startswith("docs/") and "/" not in p else os.path.normpath(p)
+        if rel in tracked or rel in folders or p in basenames or os.path.normpath(p) in folders or "$(OUT)/" + p in made:
+            continue
+        if p.endswith("/") or p.startswith("ns/"):
+            continue  # a folder a run makes (.partial/), a unit
+        fail(f"{doc} names {p}, which is not in the repository")
+print(f"ok: the {named} paths the README and the docs name are in the repository")
+
 if failed:
     sys.exit(f"{len(failed)} problem(s) with docs/MAP.md")
