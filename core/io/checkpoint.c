@@ -52,8 +52,8 @@ int csm_log_keep_version(version_stream *v, const version_segment *seg, int ns)
     return 0;
 }
 
-/* Append the segments as a new version unless their bytes are the last version's. `rows` are the
-   version's rows of each kind. The same total and the same first segment mean the same split
+/* Append the segments as a new version unless their bytes are the last version's. rows0 and rows1
+   are the version's rows of each kind. The same total and the same first segment mean the same split
    into segments: both streams' first segment has rows of one kind, and the total fixes the other. */
 static int version_append(csm_log *log, version_stream *v, const version_segment *seg, int ns, int64_t rows0,
                           int64_t rows1)
