@@ -22,7 +22,7 @@ cd "$(dirname "$0")"
 # What each path needs. The run path builds without the tests (-DBUILD_TESTING=OFF), so it never
 # needs TEST_PKGS; RUN_PKGS include what the README's Python tour reads logs with (h5py, numpy,
 # yaml for a log's config as a dict, and venv + pip + setuptools to install python/ offline).
-BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev"
+BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev libsuitesparse-dev"
 RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy python3-yaml python3-venv python3-pip python3-setuptools python3-matplotlib python3-skimage"
 FIGURE_PKGS="python3-matplotlib python3-yaml python3-skimage ffmpeg"
 FUZZ_PKGS="clang libclang-rt-14-dev"

@@ -106,7 +106,7 @@ for paper, equation, file_cell, function_cell in rows:
 print(f"ok: {len(rows)} equations of the papers found where docs/MAP.md says")
 
 # --- every citation names its paper ---------------------------------------------------------
-papers = re.compile(r"Müller|Muller|Bender|Bargteil|Falkenstein|Jones|Bridson|Jacobson|Barill|Van Oosterom")
+papers = re.compile(r"Müller|Muller|Bender|Bargteil|Falkenstein|Jones|Bridson|Jacobson|Barill|Van Oosterom|Macklin|Bouaziz")
 cite = re.compile(r"\b(Eqs?\.?|Algorithm)\s+\d")
 bare = 0
 for f in code:
@@ -125,7 +125,7 @@ sections = {m.group(1): refs[m.end():refs.find("\n### ", m.end()) % (len(refs) +
 # the short names the code uses, as regular expressions, and the heading they belong to
 aliases = [(r"Bargteil-Jones( 2014)?", "Bargteil-Jones 2014"), (r"Falkenstein( et al\.)?( 2017)?", "Falkenstein 2017"),
            (r"M(ü|u|ue)ller( et al\.)? 2005", "Müller 2005"), (r"Müller et al\. 2007", "Müller et al. 2007"),
-           (r"Barill et al\. 2018", "Barill et al. 2018")]
+           (r"Barill et al\. 2018", "Barill et al. 2018"), (r"Macklin et al\. 2016", "Macklin et al. 2016")]
 cited = re.compile(r"\s*(Eqs?|Algorithm)\.? ?(\d+)(-(\d+))?")
 listed = 0
 for f in code:

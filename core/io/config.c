@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Values for every row of a table (its end row included): the size of a fixed section's values. */
+#define ROWS(table) (sizeof(table) / sizeof((table)[0]))
+
 /* ------------------------------------------------------------------------------------------ */
 /* Section tables: the only place the defaults, ranges and docs of non-plugin keys live.      */
 
@@ -205,7 +208,7 @@ static int parse_object(csm_node *on, int index, csm_object_cfg *o, csm_error *e
             }
             int side = strcmp(pn->key, "below") == 0 ? 0 : strcmp(pn->key, "above") == 0 ? 1 : -1;
             if (side < 0) FAIL_AT(err, pn, "unknown key %s (valid keys: below, above, indices)", sub);
-            csm_value v[3] = {0};
+            csm_value v[ROWS(pin_table)] = {0};
             pin_params pin;
             if (csm_section_fixed(pn, sub, pin_table, NULL, v, &pin, err)) return -1;
             o->pin_axis[side] = pin.axis;
@@ -350,7 +353,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     csm_node *root = cfg->root;
     static const char *const top_sections[] = {"time", "objects", "clustering", "solver", "plasticity",
                                                "recluster", "forces", "colliders", "output", "plugins", "sweep", NULL};
-    csm_value top[3] = {{0}};
+    csm_value top[ROWS(top_params)] = {{0}};
     if (csm_section_fixed(root, "", top_params, top_sections, top, cfg, err)) {
         free(top[0].str);
         goto fail;
@@ -383,7 +386,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     }
     free(top[0].str);
 
-    csm_value tv[4] = {{0}};
+    csm_value tv[ROWS(time_params)] = {{0}};
     if (csm_section_fixed(csm_section_node(root, "time", CSM_NODE_MAP), "time", time_params, NULL, tv, cfg, err))
         goto fail;
 
@@ -466,7 +469,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     if (parse_plugin_list(root, "colliders", CSM_KIND_COLLIDER, &cfg->colliders, &cfg->ncolliders, err))
         goto fail;
 
-    csm_value ov[3] = {{0}};
+    csm_value ov[ROWS(output_params)] = {{0}};
     if (csm_section_fixed(csm_section_node(root, "output", CSM_NODE_MAP), "output", output_params, NULL, ov, cfg, err)) {
         free(ov[0].str);
         goto fail;

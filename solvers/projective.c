@@ -1,0 +1,355 @@
+/* projective_dynamics: implicit Euler on the clusters' shape-matching energy by local/global
+   iterations (Bouaziz et al. 2014; Liu et al. 2013, whose mass-spring form it shares), with a
+   sparse Cholesky factor (CHOLMOD) computed once and reused by every step and iteration.
+
+   The energy is the shape-matching springs' (the GAMES103 lecture, "Projective Dynamics - Shape
+   Matching": shape matching is projective dynamics with the rotation as the projection):
+
+       E(x) = sum_c 1/2 k_c sum_i w_ic m_i |x_i - xbar_c - R_c F^p_c p_ic|^2,
+
+   k_c from `modulus` as for the other integrators (csm_modulus_stiffness), xbar_c the cluster's
+   weighted centre of mass. A step minimises F(x) = sum_i m_i / (2 h^2) |x_i - y_i|^2 + E(x) with
+   y = x + h v + h^2 f / m, as the lecture's "Simulation by Projective Dynamics" writes it:
+
+   - local step: each cluster's rotation R_c at the current x, from the selected rotation plugin
+     (the projection onto rotations), d_ic = R_c F^p_c p_ic;
+   - global step: the quadratic in x with the d_ic held. The centre xbar_c couples every pair of
+     a cluster's members, which would make the matrix dense per cluster; it is an unknown c_c of
+     its own instead (as Falkenstein 2017 Eq 21 treats cluster centres): minimising over c_c gives
+     back xbar_c because sum_i w_ic m_i p_ic = 0, so the answer is the same and the matrix, over
+     the free particles and the clusters, is sparse:
+
+         particle row i:  (m_i / h^2 + sum_c K_ic) x_i - sum_c K_ic c_c = m_i y_i / h^2 + sum_c K_ic d_ic
+         cluster row c:   (sum_i K_ic) c_c - sum_i K_ic x_i = -sum_i K_ic d_ic,     K_ic = k_c w_ic m_i
+
+     with pinned particles' terms moved to the right. It depends on the masses, the weights, k_c and
+     h only: factored when the clustering or its weights change (csm_clusters.epoch: reclustering,
+     fades) or the step does, never inside the iterations. k_c is taken with the F^p of that
+     moment; plastic flow between two factorisations changes the goals, not the stiffness.
+
+   Each local and each global step lowers the objective, so the iterations never raise it; the
+   start is whichever of y and x(t) has the lower objective, so that a step never ends above
+   x(t)'s: implicit Euler then only dissipates (kinetic plus elastic energy never grows without
+   external work, tested). Colliders act after the step, as for the other integrators: contact
+   is not part of the implicit system but a projection of its result, a first-order split that
+   can leave a particle's velocity into a plane until the collider removes it. */
+#include "csm_math.h"
+#include "grow.h"
+#include "kernel.h"
+#include "plugin.h"
+
+#include <cholmod.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pd_params {
+    double modulus, tolerance, damping;
+    int32_t iterations;
+} pd_params;
+
+static const csm_param_spec pd_table[] = {
+    CSM_P_REAL(pd_params, modulus, 1e4, 1e-9, 1e15,
+               "shear modulus mu (Pa): k_c as for the other integrators (needs each object's density)"),
+    CSM_P_INT(pd_params, iterations, 10, 1, 100000, "local/global iterations per step, at most"),
+    CSM_P_REAL(pd_params, tolerance, 1e-8, 0, 1,
+               "stop once an iteration moves the particles by less than this fraction of the step's displacement "
+               "(largest coordinate; 0: run every iteration)"),
+    CSM_P_REAL(pd_params, damping, 0, 0, 1,
+               "per step, the fraction of each particle's velocity relative to its clusters' rigid motion that is "
+               "removed before the step (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none, implicit Euler's own "
+               "dissipation only)"),
+    CSM_PARAM_END,
+};
+
+typedef struct pd {
+    double modulus, tolerance, damping;
+    int32_t iterations;
+    cholmod_common cm;
+    cholmod_factor *L;
+    cholmod_dense *B, *X, *Y, *E; /* right-hand side, solution and CHOLMOD's solve workspaces */
+    uint64_t epoch;               /* of the clusters the factor was made for */
+    double h;
+    int32_t n, k, m, rows;
+    int32_t *row;      /* [n + k] unknown of each particle (-1: pinned) and cluster (-1: no stiffness) */
+    double *kc;        /* [k] k_c at the factorisation */
+    double *x0, *y, *prev, *scratch; /* [3n] x(t), the prediction, the last iterate; [9k] damping */
+    int64_t cap[6];
+    int factorisations;
+    int timing; /* the report's "factorisation" timing */
+} pd;
+
+static int pd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    const pd_params *p = csm_cfg_params(cfg);
+    for (int32_t o = 0; o < w->nobjects; o++)
+        if (!(w->object_density[o] > 0))
+            return csm_cfg_fail(cfg, err,
+                                "projective_dynamics takes its stiffness from the modulus, which needs the density of "
+                                "objects[%d], and a points shape encloses no volume",
+                                o);
+    pd *s = calloc(1, sizeof *s);
+    if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    s->modulus = p->modulus;
+    s->tolerance = p->tolerance;
+    s->damping = p->damping;
+    s->iterations = p->iterations;
+    cholmod_start(&s->cm);
+    s->cm.print = 0;
+    s->cm.error_handler = NULL;
+    /* a simplicial LDL^T with AMD: no BLAS threads, the same bits for any thread count */
+    s->cm.supernodal = CHOLMOD_SIMPLICIAL;
+    s->cm.nmethods = 1;
+    s->cm.method[0].ordering = CHOLMOD_AMD;
+    s->cm.postorder = 1;
+    s->timing = csm_report_timing(w->report, "factorisation",
+                                  "projective_dynamics: assembling and factoring the global matrix, once and after "
+                                  "each change of the clustering or its weights");
+    *state = s;
+    return 0;
+}
+
+static void pd_release(pd *s)
+{
+    cholmod_free_factor(&s->L, &s->cm);
+    cholmod_free_dense(&s->B, &s->cm);
+    cholmod_free_dense(&s->X, &s->cm);
+    cholmod_free_dense(&s->Y, &s->cm);
+    cholmod_free_dense(&s->E, &s->cm);
+}
+
+static void pd_destroy(void *state)
+{
+    pd *s = state;
+    if (!s) return;
+    pd_release(s);
+    cholmod_finish(&s->cm);
+    free(s->row);
+    free(s->kc);
+    free(s->x0);
+    free(s->y);
+    free(s->prev);
+    free(s->scratch);
+    free(s);
+}
+
+/* Assemble the global matrix (its upper triangle) and factor it. */
+static int factor(pd *s, csm_world *w, double h, csm_error *err)
+{
+    const csm_particles *P = &w->P;
+    const csm_clusters *C = &w->C;
+    int32_t n = P->n, k = C->k;
+    pd_release(s);
+    if (csm_grow((void **)&s->row, &s->cap[0], (int64_t)n + k, sizeof(int32_t)) ||
+        csm_grow((void **)&s->kc, &s->cap[1], k, sizeof(double)))
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
+    int32_t rows = 0;
+    for (int32_t i = 0; i < n; i++) s->row[i] = P->inv_mass[i] > 0 ? rows++ : -1;
+    for (int32_t c = 0; c < k; c++) {
+        s->kc[c] = csm_modulus_stiffness(w, s->modulus, c);
+        s->row[n + c] = s->kc[c] > 0 ? rows++ : -1;
+    }
+    size_t nz = (size_t)rows + (size_t)C->m;
+    cholmod_triplet *T = cholmod_allocate_triplet((size_t)rows, (size_t)rows, nz, 1, CHOLMOD_REAL, &s->cm);
+    if (!T) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics' matrix");
+    int *ti = T->i, *tj = T->j;
+    double *tx = T->x;
+    size_t e = 0;
+    for (int32_t i = 0; i < n; i++) { /* the particles' diagonal: m_i / h^2 + sum_c K_ic */
+        if (s->row[i] < 0) continue;
+        double d = P->mass[i] / (h * h);
+        for (int32_t a = C->poff[i]; a < C->poff[i + 1]; a++) {
+            int32_t j = C->pmember[a];
+            d += s->kc[C->mcluster[j]] * C->wmass[j];
+        }
+        ti[e] = tj[e] = s->row[i];
+        tx[e++] = d;
+    }
+    for (int32_t c = 0; c < k; c++) { /* the clusters' diagonal and their coupling to the members */
+        int32_t rc = s->row[n + c];
+        if (rc < 0) continue;
+        double d = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            double K = s->kc[c] * C->wmass[j];
+            d += K;
+            int32_t ri = s->row[C->member[j]];
+            if (ri < 0 || K == 0.0) continue;
+            ti[e] = ri < rc ? ri : rc; /* the upper triangle */
+            tj[e] = ri < rc ? rc : ri;
+            tx[e++] = -K;
+        }
+        ti[e] = tj[e] = rc;
+        tx[e++] = d;
+    }
+    T->nnz = e;
+    cholmod_sparse *A = cholmod_triplet_to_sparse(T, e, &s->cm);
+    cholmod_free_triplet(&T, &s->cm);
+    if (!A) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics' matrix");
+    s->L = cholmod_analyze(A, &s->cm);
+    if (s->L) cholmod_factorize(A, s->L, &s->cm);
+    cholmod_free_sparse(&A, &s->cm);
+    if (!s->L || s->cm.status != CHOLMOD_OK)
+        return csm_fail(err, CSM_EXIT_FAILURE,
+                        "projective_dynamics: the global matrix could not be factored (CHOLMOD status %d)", s->cm.status);
+    s->B = cholmod_zeros((size_t)rows, 3, CHOLMOD_REAL, &s->cm);
+    if (!s->B) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
+    s->epoch = C->epoch;
+    s->h = h;
+    s->n = n;
+    s->k = k;
+    s->m = C->m;
+    s->rows = rows;
+    s->factorisations++;
+    return 0;
+}
+
+/* d_ic = R_c F^p_c p_ic, from the last fit's R. */
+static void projected_offset(const csm_clusters *C, int32_t j, double d[3])
+{
+    int32_t c = C->mcluster[j];
+    double RF[9];
+    csm_m3_mul(&C->R[9 * c], &C->Fp[9 * c], RF);
+    csm_m3_mul_v3(RF, &C->p[3 * j], d);
+}
+
+/* The step's objective at x: sum m |x - y|^2 / (2 h^2) + E(x), the rotations fitted at x. */
+static double objective(pd *s, csm_world *w, const double *x, double h)
+{
+    const csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    csm_fit_all(w, x);
+    double inertia = 0, elastic = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int a = 0; a < 3; a++) inertia += P->mass[i] * (x[3 * i + a] - s->y[3 * i + a]) * (x[3 * i + a] - s->y[3 * i + a]);
+    }
+    for (int32_t j = 0; j < C->m; j++) {
+        int32_t c = C->mcluster[j];
+        double d[3];
+        projected_offset(C, j, d);
+        const double *xi = &x[3 * C->member[j]], *com = &C->com[3 * c];
+        for (int a = 0; a < 3; a++) elastic += s->kc[c] * C->wmass[j] * (xi[a] - com[a] - d[a]) * (xi[a] - com[a] - d[a]);
+    }
+    return 0.5 * inertia / (h * h) + 0.5 * elastic;
+}
+
+/* One global step: the right-hand side from the d_ic of the last fit, a solve, x from it. */
+static int global_step(pd *s, csm_world *w, double *x, double h, csm_error *err)
+{
+    const csm_particles *P = &w->P;
+    const csm_clusters *C = &w->C;
+    int32_t n = P->n, rows = s->rows;
+    double *b = s->B->x;
+    memset(b, 0, sizeof(double) * 3 * (size_t)rows);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t r = s->row[i];
+        if (r < 0) continue;
+        double a = P->mass[i] / (h * h);
+        for (int d = 0; d < 3; d++) b[r + (size_t)d * rows] = a * s->y[3 * i + d];
+    }
+    for (int32_t j = 0; j < C->m; j++) {
+        int32_t c = C->mcluster[j], i = C->member[j], rc = s->row[n + c], ri = s->row[i];
+        if (rc < 0) continue;
+        double K = s->kc[c] * C->wmass[j], d[3];
+        projected_offset(C, j, d);
+        for (int a = 0; a < 3; a++) {
+            if (ri >= 0) b[ri + (size_t)a * rows] += K * d[a];
+            b[rc + (size_t)a * rows] -= K * d[a];
+            if (ri < 0) b[rc + (size_t)a * rows] += K * x[3 * i + a]; /* a pinned member, known */
+        }
+    }
+    if (!cholmod_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cm))
+        return csm_fail(err, CSM_EXIT_FAILURE, "projective_dynamics: the solve failed (CHOLMOD status %d)", s->cm.status);
+    const double *sol = s->X->x;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t r = s->row[i];
+        if (r < 0) continue;
+        for (int d = 0; d < 3; d++) x[3 * i + d] = sol[r + (size_t)d * rows];
+    }
+    return 0;
+}
+
+static int pd_step(csm_world *w, void *state, double h, csm_error *err)
+{
+    pd *s = state;
+    csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    int32_t n = P->n;
+    if (!s->L || s->epoch != C->epoch || s->h != h || s->n != n || s->k != C->k || s->m != C->m) {
+        double t0 = csm_now();
+        if (factor(s, w, h, err)) return -1;
+        if (s->timing >= 0) w->report->timings.seconds[s->timing] += csm_now() - t0;
+    }
+    if (csm_grow((void **)&s->x0, &s->cap[2], 3 * (int64_t)n, sizeof(double)) ||
+        csm_grow((void **)&s->y, &s->cap[3], 3 * (int64_t)n, sizeof(double)) ||
+        csm_grow((void **)&s->prev, &s->cap[4], 3 * (int64_t)n, sizeof(double)) ||
+        csm_grow((void **)&s->scratch, &s->cap[5], 9 * (int64_t)C->k, sizeof(double)))
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
+    double *x = P->x, *v = P->v;
+    csm_gain_stats st = {C->k ? INFINITY : 0, 0, 0, 0};
+    for (int32_t c = 0; c < C->k; c++) { /* reported as the gains h^2 k_c an explicit step would use */
+        double g = h * h * s->kc[c];
+        st.min = fmin(st.min, g);
+        st.max = fmax(st.max, g);
+        st.mean += g / C->k;
+    }
+    w->report->gains = st;
+
+    /* y = x + h v + h^2 f / m, the velocity damped first as the explicit integrators damp it */
+    memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        double im = P->inv_mass[i];
+        if (im == 0.0) continue;
+        for (int d = 0; d < 3; d++) v[3 * i + d] += h * P->force[3 * i + d] * im;
+    }
+    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) s->y[3 * i + d] = x[3 * i + d] + (P->inv_mass[i] > 0 ? h * v[3 * i + d] : 0.0);
+
+    /* the start: y, or x(t) when its objective is lower (then the step cannot end above x(t)'s) */
+    double gy = objective(s, w, s->y, h), gx = objective(s, w, s->x0, h);
+    if (gy <= gx) memcpy(x, s->y, sizeof(double) * 3 * (size_t)n);
+    for (int it = 0; it < s->iterations; it++) {
+        memcpy(s->prev, x, sizeof(double) * 3 * (size_t)n);
+        csm_fit_all(w, x); /* local step: R_c at x, through the rotation plugin */
+        if (global_step(s, w, x, h, err)) return -1;
+        double moved = 0, step = 0;
+        for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
+            moved = fmax(moved, fabs(x[a] - s->prev[a]));
+            step = fmax(step, fabs(x[a] - s->x0[a]));
+        }
+        if (moved <= s->tolerance * step) break;
+    }
+    double inv_h = 1.0 / h;
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int d = 0; d < 3; d++) v[3 * i + d] = (x[3 * i + d] - s->x0[3 * i + d]) * inv_h;
+    }
+    return 0;
+}
+
+/* E(x) at the last fit, with the stiffness of the factorisation: what the step minimises. */
+static double pd_energy(const csm_world *w, void *state, double h, const double *distance)
+{
+    (void)h;
+    const pd *s = state;
+    double e = 0;
+    for (int32_t c = 0; c < w->C.k; c++)
+        e += 0.5 * (s->L && c < s->k ? s->kc[c] : csm_modulus_stiffness(w, s->modulus, c)) * distance[c];
+    return e;
+}
+
+const csm_integrator csm_integrator_projective_dynamics = {
+    .version = 2,
+    .name = "projective_dynamics",
+    .summary = "Bouaziz et al. 2014: implicit Euler by local (rotations) / global (one prefactored sparse "
+               "Cholesky, cluster centres as unknowns) iterations",
+    .params = pd_table,
+    .create = pd_create,
+    .step = pd_step,
+    .destroy = pd_destroy,
+    .elastic_energy = pd_energy,
+};

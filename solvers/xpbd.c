@@ -1,0 +1,189 @@
+/* xpbd: extended position-based dynamics (Macklin, Müller and Chentanez 2016) on the clusters.
+
+   The constraints are the memberships: C_ic(x) = x_i - g_ic, a vector constraint pulling particle
+   i towards its goal in cluster c, with compliance alpha_ic = 1 / K_ic, K_ic = k_c w_ic m_i, and
+   k_c the stiffness per unit mass that stores the energy of a material of shear modulus
+   `modulus` (csm_modulus_stiffness, the same k_c the explicit integrators take their gains
+   from). The energy these constraints stand for, sum_c 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2, is
+   the one shape matching's springs store, so all integrators simulate one material.
+
+   Why per membership, and solved per particle. A constraint per cluster (the whole shape-matching
+   energy of the cluster as one scalar) would give one multiplier for a sum of squares, whose
+   gradient vanishes at the solution and whose XPBD update is ill-conditioned there. A membership
+   constraint is linear in x_i with the goals held (as every shape-matching projection holds
+   them), so its gradient is the identity and its update is exact. A particle's memberships share
+   its position: they are solved together, exactly (a block of Macklin et al. 2016 Eq 18 over the
+   constraints of one particle), which makes the iteration a Jacobi iteration over particles
+   between fits of the clusters, the same order as the other integrators and the same bits for
+   any thread count. With the goals held, the block step is
+
+       S = -sum_c (h^2 K_ic r_ic + lambda_ic) / (1 + h^2 K_i / m_i),   r_ic = x_i - g_ic,  K_i = sum_c K_ic
+       x_i += S / m_i,   lambda_ic = -h^2 K_ic (r_ic + S / m_i)
+
+   (lambda in the paper's scaling, compliance over h^2: alpha~ = alpha / h^2). At convergence
+   m_i (x_i - y_i) / h^2 + sum_c K_ic (x_i - g_ic) = 0: implicit Euler on the clusters' energy,
+   whose stiffness, unlike pbd's, does not depend on the iteration count (Macklin et al. 2016
+   Sec 3; the GAMES103 lecture's "stiffness behavior is subject to non-physical factors"). */
+#include "grow.h"
+#include "kernel.h"
+#include "plugin.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct xpbd_params {
+    double modulus, damping;
+    int32_t iterations;
+} xpbd_params;
+
+static const csm_param_spec xpbd_table[] = {
+    CSM_P_REAL(xpbd_params, modulus, 1e4, 1e-9, 1e15,
+               "shear modulus mu (Pa): the compliance of membership ic is 1 / (k_c w_ic m_i), k_c from mu as for the "
+               "other integrators (needs each object's density)"),
+    CSM_P_INT(xpbd_params, iterations, 10, 1, 100000,
+              "Jacobi iterations per step: a fit of the clusters, then every particle's memberships solved together"),
+    CSM_P_REAL(xpbd_params, damping, 0, 0, 1,
+               "per step, the fraction of each particle's velocity relative to its clusters' rigid motion that is "
+               "removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)"),
+    CSM_PARAM_END,
+};
+
+typedef struct xpbd {
+    double modulus, damping;
+    int32_t iterations;
+    double *x0;      /* [3n] positions at the start of the step */
+    double *lambda;  /* [3m] each membership's multiplier */
+    double *k;       /* [k] k_c */
+    double *scratch; /* [9k] damping */
+    int64_t cap[4];
+} xpbd;
+
+static int xpbd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    const xpbd_params *p = csm_cfg_params(cfg);
+    for (int32_t o = 0; o < w->nobjects; o++)
+        if (!(w->object_density[o] > 0))
+            return csm_cfg_fail(cfg, err,
+                                "xpbd's compliance comes from the modulus, which needs the density of objects[%d], and a "
+                                "points shape encloses no volume",
+                                o);
+    xpbd *s = calloc(1, sizeof *s);
+    if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    s->modulus = p->modulus;
+    s->damping = p->damping;
+    s->iterations = p->iterations;
+    *state = s;
+    return 0;
+}
+
+static void xpbd_destroy(void *state)
+{
+    xpbd *s = state;
+    if (s) {
+        free(s->x0);
+        free(s->lambda);
+        free(s->k);
+        free(s->scratch);
+    }
+    free(s);
+}
+
+static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
+{
+    xpbd *s = state;
+    csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    int32_t n = P->n, k = C->k;
+    if (csm_grow((void **)&s->x0, &s->cap[0], 3 * (int64_t)n, sizeof(double)) ||
+        csm_grow((void **)&s->lambda, &s->cap[1], 3 * (int64_t)C->m, sizeof(double)) ||
+        csm_grow((void **)&s->k, &s->cap[2], k, sizeof(double)) ||
+        csm_grow((void **)&s->scratch, &s->cap[3], 9 * (int64_t)k, sizeof(double)))
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for xpbd");
+    double *x = P->x, *v = P->v;
+    memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
+    memset(s->lambda, 0, sizeof(double) * 3 * (size_t)C->m);
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < k; c++) s->k[c] = csm_modulus_stiffness(w, s->modulus, c);
+    csm_gain_stats st = {k ? INFINITY : 0, 0, 0, 0};
+    for (int32_t c = 0; c < k; c++) { /* reported as the gains h^2 k_c an explicit step would use */
+        double g = h * h * s->k[c];
+        st.min = fmin(st.min, g);
+        st.max = fmax(st.max, g);
+        st.mean += g / k;
+    }
+    w->report->gains = st;
+
+    /* Prediction: y = x + h v + h^2 f / m (Macklin et al. 2016 Algorithm 1, its first step), the
+       velocity damped first as the explicit integrators damp it. */
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        double im = P->inv_mass[i];
+        if (im == 0.0) continue;
+        for (int d = 0; d < 3; d++) v[3 * i + d] += h * P->force[3 * i + d] * im;
+    }
+    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int d = 0; d < 3; d++) x[3 * i + d] += h * v[3 * i + d];
+    }
+    double h2 = h * h;
+    for (int it = 0; it < s->iterations; it++) {
+        csm_fit_all(w, x);
+#pragma omp parallel for schedule(static)
+        for (int32_t i = 0; i < n; i++) {
+            double im = P->inv_mass[i];
+            if (im == 0.0) continue;
+            double *xi = &x[3 * i], sum[3] = {0, 0, 0}, Ki = 0;
+            for (int32_t a = C->poff[i]; a < C->poff[i + 1]; a++) {
+                int32_t j = C->pmember[a];
+                double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
+                csm_membership_goal(C, j, g);
+                for (int d = 0; d < 3; d++) sum[d] += h2 * K * (xi[d] - g[d]) + s->lambda[3 * j + d];
+                Ki += K;
+            }
+            if (Ki == 0.0) continue;
+            /* Macklin et al. 2016 Eq 18 for the block of particle i's memberships */
+            double S[3], den = 1.0 + h2 * Ki * im;
+            for (int d = 0; d < 3; d++) S[d] = -sum[d] / den;
+            for (int32_t a = C->poff[i]; a < C->poff[i + 1]; a++) {
+                int32_t j = C->pmember[a];
+                double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
+                csm_membership_goal(C, j, g);
+                for (int d = 0; d < 3; d++) s->lambda[3 * j + d] = -h2 * K * (xi[d] - g[d] + S[d] * im);
+            }
+            for (int d = 0; d < 3; d++) xi[d] += S[d] * im;
+        }
+    }
+    /* Velocities from the positions (Macklin et al. 2016 Algorithm 1, its last step). */
+    double inv_h = 1.0 / h;
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int d = 0; d < 3; d++) v[3 * i + d] = (x[3 * i + d] - s->x0[3 * i + d]) * inv_h;
+    }
+    return 0;
+}
+
+/* The energy the constraints stand for at the last fit: sum_c 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2. */
+static double xpbd_energy(const csm_world *w, void *state, double h, const double *distance)
+{
+    (void)h;
+    const xpbd *s = state;
+    double e = 0;
+    for (int32_t c = 0; c < w->C.k; c++) e += 0.5 * csm_modulus_stiffness(w, s->modulus, c) * distance[c];
+    return e;
+}
+
+const csm_integrator csm_integrator_xpbd = {
+    .version = 2,
+    .name = "xpbd",
+    .summary = "Macklin et al. 2016: compliant membership constraints from the modulus, a multiplier each, Jacobi over "
+               "particles; converges to implicit Euler whatever the iteration count",
+    .params = xpbd_table,
+    .create = xpbd_create,
+    .step = xpbd_step,
+    .destroy = xpbd_destroy,
+    .elastic_energy = xpbd_energy,
+};
