@@ -13,7 +13,7 @@ export MPLBACKEND := Agg
 
 FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/drop_cube.md \
            $(OUT)/spring.md $(OUT)/rotation_rectangle.md $(OUT)/table1.md $(OUT)/beams.md \
-           $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md
+           $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md $(OUT)/integrators.md
 
 .PHONY: figures build clean-figures movies reference
 figures: $(FIGURES)
@@ -147,6 +147,29 @@ $(OUT)/rotation_study.md:
 	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=5 --where conserve=none -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sl >> $@.tmp
 	$(PY) $(A)/compare.py $(OUT)/rotation_study --where iterations=5 --where conserve=angular -q energy -q angular_momentum.z -o $(OUT)/rotation_study_sl_angular >> $@.tmp
 	$(PY) $(A)/momenta.py $(OUT)/rotation_study >> $@.tmp
+	mv $@.tmp $@
+
+# (ours) The five integrators on the same scenes, each scene one material: a modulus whose mean
+# gain h^2 k_c is about the papers' alpha (15 Pa: 0.48 for alpha 0.5; 30 Pa for alpha 1), so the
+# explicit runs match the papers' stiffness. Then stiffness against iterations (the cantilever at
+# 500 Pa) and the convergence under refinement of the implicit two (beam_refinement at 4
+# substeps, which they need no more of). The zero-length spring has two points and no volume, so
+# no modulus: xpbd and projective_dynamics cannot run it.
+INTEGRATORS := [shape_matching, strain_limited, pbd, xpbd, projective_dynamics]
+$(OUT)/integrators.md:
+	$(CSM) sweep $(C)/spin_cube.yaml -o $(OUT)/integrators/spin_cube --jobs $(JOBS) --set solver.modulus=15 --set 'sweep={solver.integrator: $(INTEGRATORS)}'
+	$(CSM) sweep $(C)/stretch_cube.yaml -o $(OUT)/integrators/stretch_cube --jobs $(JOBS) --set solver.modulus=30 --set 'sweep={solver.integrator: $(INTEGRATORS)}'
+	$(CSM) sweep $(C)/drop_cube_strain_limited.yaml -o $(OUT)/integrators/drop_cube --jobs $(JOBS) --set solver.modulus=15 --set 'sweep={solver.integrator: $(INTEGRATORS)}'
+	$(PY) $(A)/integrators.py $(OUT)/integrators/spin_cube $(OUT)/integrators/stretch_cube $(OUT)/integrators/drop_cube > $@.tmp
+	$(PY) $(A)/compare.py $(OUT)/integrators/spin_cube -q total_energy -q angular_momentum.z -o $(OUT)/integrators_spin_cube >> $@.tmp
+	$(PY) $(A)/compare.py $(OUT)/integrators/stretch_cube -q total_energy -q max_strain --log -o $(OUT)/integrators_stretch_cube >> $@.tmp
+	$(PY) $(A)/compare.py $(OUT)/integrators/drop_cube -q total_energy -q center_of_mass.y -o $(OUT)/integrators_drop_cube >> $@.tmp
+	$(CSM) sweep $(C)/cantilever_iterations.yaml -o $(OUT)/integrators/iterations --jobs $(JOBS)
+	$(PY) $(A)/iterations.py $(OUT)/integrators/iterations -o $(OUT)/integrators_iterations >> $@.tmp
+	$(CSM) sweep $(C)/beam_refinement.yaml -o $(OUT)/integrators/refinement --jobs $(JOBS) --set time.substeps=4 \
+	    --set 'sweep={solver.integrator: [xpbd, projective_dynamics], clustering.count: [10, 40, 160, 640]}'
+	$(PY) $(A)/convergence.py $(OUT)/integrators/refinement --where integrator=xpbd --last 2 -o $(OUT)/integrators_refinement_xpbd >> $@.tmp
+	$(PY) $(A)/convergence.py $(OUT)/integrators/refinement --where integrator=projective_dynamics --last 2 -o $(OUT)/integrators_refinement_pd >> $@.tmp
 	mv $@.tmp $@
 
 # Movies of the twisted and compressed beams (Debian's ffmpeg, which ./build.sh figures installs).
