@@ -113,8 +113,9 @@ static int make_parent(const char *path, csm_error *err)
     return csm_make_dirs(buf, err);
 }
 
-/* With solver.modulus: the gains alpha_c = h^2 k_c the clusters start with. `always` prints them
-   (csm check); otherwise only a step too coarse for the modulus is reported (csm run). */
+/* With solver.modulus: the gains alpha_c = h^2 k_c the clusters of an explicit integrator start
+   with. `always` prints them (csm check); otherwise only a step too coarse for the modulus is
+   reported (csm run). */
 static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
 {
     /* the integrator's struct is its own: the host asks for the keys by name */
@@ -123,7 +124,13 @@ static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
     double mu = modulus ? modulus->num : 0, h = cfg->dt / cfg->substeps;
     int32_t k = sim->w.C.k;
     if (!(mu > 0) || k == 0) return;
-    if (alpha && alpha->given) {
+    /* an integrator with a modulus and no alpha (xpbd, projective_dynamics) is implicit: any
+       stiffness is stable at any step, and nothing is clamped */
+    if (!alpha) {
+        if (always) fprintf(stderr, "csm: solver.modulus = %g Pa, implicit in %s: no step limit\n", mu, pc->plugin->name);
+        return;
+    }
+    if (alpha->given) {
         char where[512];
         fprintf(stderr, "csm: note: %s: solver.alpha is not used when solver.modulus is set\n",
                 csm_cfg_where(pc->src, alpha->line, where, sizeof where));
