@@ -35,6 +35,7 @@
    can leave a particle's velocity into a plane until the collider removes it. */
 #include "csm_math.h"
 #include "grow.h"
+#include "implicit.h"
 #include "kernel.h"
 #include "plugin.h"
 
@@ -82,12 +83,7 @@ typedef struct pd {
 static int pd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     const pd_params *p = csm_cfg_params(cfg);
-    for (int32_t o = 0; o < w->nobjects; o++)
-        if (!(w->object_density[o] > 0))
-            return csm_cfg_fail(cfg, err,
-                                "projective_dynamics takes its stiffness from the modulus, which needs the density of "
-                                "objects[%d], and a points shape encloses no volume",
-                                o);
+    if (csm_implicit_check_density(cfg, w, err)) return -1;
     pd *s = calloc(1, sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     s->modulus = p->modulus;
@@ -285,28 +281,11 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
         csm_grow((void **)&s->prev, &s->cap[4], 3 * (int64_t)n, sizeof(double)) ||
         csm_grow((void **)&s->scratch, &s->cap[5], 9 * (int64_t)C->k, sizeof(double)))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
-    double *x = P->x, *v = P->v;
-    csm_gain_stats st = {C->k ? INFINITY : 0, 0, 0, 0};
-    for (int32_t c = 0; c < C->k; c++) { /* reported as the gains h^2 k_c an explicit step would use */
-        double g = h * h * s->kc[c];
-        st.min = fmin(st.min, g);
-        st.max = fmax(st.max, g);
-        st.mean += g / C->k;
-    }
-    w->report->gains = st;
-
+    double *x = P->x;
+    csm_implicit_report_gains(w, s->kc, h);
     /* y = x + h v + h^2 f / m, the velocity damped first as the explicit integrators damp it */
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) {
-        double im = P->inv_mass[i];
-        if (im == 0.0) continue;
-        for (int d = 0; d < 3; d++) v[3 * i + d] += h * P->force[3 * i + d] * im;
-    }
-    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++)
-        for (int d = 0; d < 3; d++) s->y[3 * i + d] = x[3 * i + d] + (P->inv_mass[i] > 0 ? h * v[3 * i + d] : 0.0);
+    csm_implicit_predict(w, h, s->damping, s->scratch, s->y);
 
     /* the start: y, or x(t) when its objective is lower (then the step cannot end above x(t)'s) */
     double gy = objective(s, w, s->y, h), gx = objective(s, w, s->x0, h);
@@ -322,12 +301,7 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
         }
         if (moved <= s->tolerance * step) break;
     }
-    double inv_h = 1.0 / h;
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        for (int d = 0; d < 3; d++) v[3 * i + d] = (x[3 * i + d] - s->x0[3 * i + d]) * inv_h;
-    }
+    csm_implicit_velocities(w, s->x0, h);
     return 0;
 }
 

@@ -25,6 +25,7 @@
    whose stiffness, unlike pbd's, does not depend on the iteration count (Macklin et al. 2016
    Sec 3; the GAMES103 lecture's "stiffness behavior is subject to non-physical factors"). */
 #include "grow.h"
+#include "implicit.h"
 #include "kernel.h"
 #include "plugin.h"
 
@@ -62,12 +63,7 @@ typedef struct xpbd {
 static int xpbd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     const xpbd_params *p = csm_cfg_params(cfg);
-    for (int32_t o = 0; o < w->nobjects; o++)
-        if (!(w->object_density[o] > 0))
-            return csm_cfg_fail(cfg, err,
-                                "xpbd's compliance comes from the modulus, which needs the density of objects[%d], and a "
-                                "points shape encloses no volume",
-                                o);
+    if (csm_implicit_check_density(cfg, w, err)) return -1;
     xpbd *s = calloc(1, sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     s->modulus = p->modulus;
@@ -100,34 +96,15 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         csm_grow((void **)&s->k, &s->cap[2], k, sizeof(double)) ||
         csm_grow((void **)&s->scratch, &s->cap[3], 9 * (int64_t)k, sizeof(double)))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for xpbd");
-    double *x = P->x, *v = P->v;
+    double *x = P->x;
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
     memset(s->lambda, 0, sizeof(double) * 3 * (size_t)C->m);
 #pragma omp parallel for schedule(static)
     for (int32_t c = 0; c < k; c++) s->k[c] = csm_modulus_stiffness(w, s->modulus, c);
-    csm_gain_stats st = {k ? INFINITY : 0, 0, 0, 0};
-    for (int32_t c = 0; c < k; c++) { /* reported as the gains h^2 k_c an explicit step would use */
-        double g = h * h * s->k[c];
-        st.min = fmin(st.min, g);
-        st.max = fmax(st.max, g);
-        st.mean += g / k;
-    }
-    w->report->gains = st;
-
+    csm_implicit_report_gains(w, s->k, h);
     /* Prediction: y = x + h v + h^2 f / m (Macklin et al. 2016 Algorithm 1, its first step), the
-       velocity damped first as the explicit integrators damp it. */
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) {
-        double im = P->inv_mass[i];
-        if (im == 0.0) continue;
-        for (int d = 0; d < 3; d++) v[3 * i + d] += h * P->force[3 * i + d] * im;
-    }
-    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        for (int d = 0; d < 3; d++) x[3 * i + d] += h * v[3 * i + d];
-    }
+       velocity damped first as the explicit integrators damp it; the iterations start at y. */
+    csm_implicit_predict(w, h, s->damping, s->scratch, x);
     double h2 = h * h;
     for (int it = 0; it < s->iterations; it++) {
         csm_fit_all(w, x);
@@ -157,12 +134,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         }
     }
     /* Velocities from the positions (Macklin et al. 2016 Algorithm 1, its last step). */
-    double inv_h = 1.0 / h;
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        for (int d = 0; d < 3; d++) v[3 * i + d] = (x[3 * i + d] - s->x0[3 * i + d]) * inv_h;
-    }
+    csm_implicit_velocities(w, s->x0, h);
     return 0;
 }
 
