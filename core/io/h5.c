@@ -6,7 +6,7 @@
 #include <string.h>
 hid_t csm_h5_type(int t)
 {
-    return t == T_F64 ? H5T_NATIVE_DOUBLE : t == T_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64;
+    return t == T_F64 ? H5T_NATIVE_DOUBLE : t == T_I32 ? H5T_NATIVE_INT32 : t == T_F32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64;
 }
 
 int csm_h5_attr_string(hid_t obj, const char *name, const char *value)
@@ -85,6 +85,28 @@ int csm_h5_write_fixed(hid_t file, const char *path, hid_t type, int rank, const
 }
 
 /* Append `rows` rows to an extendible dataset. */
+int64_t csm_h5_read_all(hid_t file, const char *path, hid_t memtype, void **out)
+{
+    *out = NULL;
+    if (H5Lexists(file, path, H5P_DEFAULT) <= 0) return -1;
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t sp = H5Dget_space(ds);
+    hsize_t dims[4] = {0};
+    int rank = H5Sget_simple_extent_ndims(sp);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    hsize_t total = 1;
+    for (int k = 0; k < rank; k++) total *= dims[k];
+    *out = malloc(H5Tget_size(memtype) * (total ? total : 1));
+    if (*out && total && H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) {
+        free(*out);
+        *out = NULL;
+    }
+    H5Sclose(sp);
+    H5Dclose(ds);
+    return *out ? (int64_t)total : -1;
+}
+
 int csm_h5_append(hid_t ds, int type, hsize_t rows, const void *data)
 {
     if (rows == 0) return 0;

@@ -29,6 +29,10 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err);
    buf. Used at close and by `csm info` for logs whose run was killed. */
 int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err);
 
+/* A whole dataset of an open file, read as memtype into memory the caller frees (*out); returns
+   its number of values (every dimension), or -1 with *out NULL when it is absent. */
+int64_t csm_h5_read_all(int64_t file, const char *path, int64_t memtype, void **out);
+
 /* A string attribute (fixed or variable length) of an HDF5 object into buf; -1 when absent. */
 int csm_log_string_attr(int64_t obj, const char *name, char *buf, size_t size);
 /* The same, whole, in memory the caller frees; NULL when absent. */

@@ -21,7 +21,7 @@
    clusters' memberships (offsets, members, weights: they change when clusters are added or
    removed, and while they fade) and their rest data (/checkpoint/rest: only when clusters are
    added or removed). */
-enum { T_F64, T_I32, T_I64 };
+enum { T_F64, T_I32, T_I64, T_F32 };
 enum { SHAPE_SCALAR, SHAPE_VEC3, SHAPE_MAT3, SHAPE_PARTICLES3, SHAPE_COLS };
 enum {
     ROWS_ONE, ROWS_CLUSTERS, ROWS_CLUSTERS_PLUS_ONE, ROWS_MEMBERSHIPS,

@@ -30,19 +30,6 @@ static hid_t open_if(hid_t file, const char *path)
     return H5Lexists(file, path, H5P_DEFAULT) > 0 ? H5Dopen2(file, path, H5P_DEFAULT) : -1;
 }
 
-static void *read_all(hid_t file, const char *path, hid_t type, size_t size, hsize_t *rows)
-{
-    hid_t ds = open_if(file, path);
-    *rows = ds >= 0 ? csm_h5_rows(ds) : 0;
-    void *buf = ds >= 0 ? malloc(size * (*rows + 1)) : NULL;
-    if (buf && *rows && csm_h5_read(ds, type, 0, *rows, buf)) {
-        free(buf);
-        buf = NULL;
-    }
-    if (ds >= 0) H5Dclose(ds);
-    return buf;
-}
-
 static void clusters_close(cluster_source *s)
 {
     hid_t ds[] = {s->com, s->id, s->offsets, s->members};
@@ -65,14 +52,13 @@ static int clusters_open(hid_t file, hsize_t T, cluster_source *s)
     s->id = open_if(file, "/clusters/id");
     s->offsets = open_if(file, "/clusters/offsets");
     s->members = open_if(file, "/clusters/members");
-    hsize_t nfc, nvo, nvm, nv;
-    s->frame_cluster = read_all(file, "/clusters/frame_cluster", H5T_NATIVE_INT64, 8, &nfc);
-    s->version_offsets = read_all(file, "/clusters/version_offsets", H5T_NATIVE_INT64, 8, &nvo);
-    s->version_members = read_all(file, "/clusters/version_members", H5T_NATIVE_INT64, 8, &nvm);
-    s->version = read_all(file, "/clusters/membership_version", H5T_NATIVE_INT32, 4, &nv);
-    int ok = s->com >= 0 && s->id >= 0 && s->offsets >= 0 && s->members >= 0 && s->frame_cluster &&
-             s->version_offsets && s->version_members && s->version && nfc >= T + 1 && nv >= T && nvo == nvm;
-    for (hsize_t t = 0; ok && t < T; t++) ok = s->version[t] >= 0 && (hsize_t)s->version[t] + 1 < nvo;
+    int64_t nfc = csm_h5_read_all(file, "/clusters/frame_cluster", H5T_NATIVE_INT64, (void **)&s->frame_cluster);
+    int64_t nvo = csm_h5_read_all(file, "/clusters/version_offsets", H5T_NATIVE_INT64, (void **)&s->version_offsets);
+    int64_t nvm = csm_h5_read_all(file, "/clusters/version_members", H5T_NATIVE_INT64, (void **)&s->version_members);
+    int64_t nv = csm_h5_read_all(file, "/clusters/membership_version", H5T_NATIVE_INT32, (void **)&s->version);
+    int ok = s->com >= 0 && s->id >= 0 && s->offsets >= 0 && s->members >= 0 && nfc >= (int64_t)T + 1 &&
+             nv >= (int64_t)T && nvo > 0 && nvo == nvm;
+    for (hsize_t t = 0; ok && t < T; t++) ok = s->version[t] >= 0 && (int64_t)s->version[t] + 1 < nvo;
     if (!ok) clusters_close(s);
     return ok ? 0 : -1;
 }
@@ -118,14 +104,17 @@ static int nearest_clusters(cluster_source *s, hsize_t t, const double *x, int32
     return rc ? -1 : 0;
 }
 
-static hid_t view_dataset(hid_t file, const char *name, hid_t type, hsize_t T, hsize_t n, int cols, const char *units,
+/* A (T, n[, cols]) dataset the frames are appended to, a chunk per frame of at most 4,096
+   particles as in the log (csm_log_field_create). */
+static hid_t view_dataset(hid_t file, const char *name, int type, hsize_t n, int cols, const char *units,
                           const char *description, int compress)
 {
-    hsize_t dims[3] = {T, n, (hsize_t)cols}, chunk[3] = {1, n < 4096 ? (n ? n : 1) : 4096, (hsize_t)cols};
+    hsize_t dims[3] = {0, n, (hsize_t)cols}, maxdims[3] = {H5S_UNLIMITED, n, (hsize_t)cols};
+    hsize_t chunk[3] = {1, n < 4096 ? (n ? n : 1) : 4096, (hsize_t)cols};
     int rank = cols > 1 ? 3 : 2;
-    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t space = H5Screate_simple(rank, dims, maxdims);
     hid_t dcpl = csm_h5_chunked(rank, chunk, compress);
-    hid_t ds = T > 0 ? H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    hid_t ds = H5Dcreate2(file, name, csm_h5_type(type), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (ds >= 0) {
         csm_h5_attr_string(ds, "units", units);
         csm_h5_attr_string(ds, "description", description);
@@ -135,29 +124,13 @@ static hid_t view_dataset(hid_t file, const char *name, hid_t type, hsize_t T, h
     return ds;
 }
 
-/* Write row t of a (T, n[, cols]) dataset. */
-static int write_frame(hid_t ds, hid_t type, hsize_t t, hsize_t n, int cols, const void *data)
-{
-    hsize_t start[3] = {t, 0, 0}, count[3] = {1, n, (hsize_t)cols};
-    int rank = cols > 1 ? 3 : 2;
-    hid_t space = H5Dget_space(ds), mem = H5Screate_simple(rank, count, NULL);
-    herr_t rc = H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
-    if (rc >= 0) rc = H5Dwrite(ds, type, mem, space, H5P_DEFAULT, data);
-    H5Sclose(mem);
-    H5Sclose(space);
-    return rc < 0 ? -1 : 0;
-}
-
 int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, int *has_cluster)
 {
     *has_cluster = 0;
     hid_t pos = open_if(log, "/frames/positions"), vel = open_if(log, "/frames/velocities");
-    double *rest = malloc(sizeof *rest * 3 * (n + 1));
-    hsize_t nr = 0;
-    double *r = read_all(log, "/rest/positions", H5T_NATIVE_DOUBLE, 24, &nr);
-    if (r && nr == n) memcpy(rest, r, sizeof *rest * 3 * n);
-    free(r);
-    if (pos < 0 || vel < 0 || !rest || nr != n || n > INT32_MAX) {
+    double *rest;
+    int64_t values = csm_h5_read_all(log, "/rest/positions", H5T_NATIVE_DOUBLE, (void **)&rest);
+    if (pos < 0 || vel < 0 || values != 3 * (int64_t)n || T == 0 || n > INT32_MAX) {
         if (pos >= 0) H5Dclose(pos);
         if (vel >= 0) H5Dclose(vel);
         free(rest);
@@ -168,9 +141,9 @@ int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, in
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", viewpath);
     hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t speed = f >= 0 ? view_dataset(f, "speed", H5T_NATIVE_FLOAT, T, n, 1, "m/s", "|v_i| of each frame", 0) : -1;
-    hid_t disp = f >= 0 ? view_dataset(f, "displacement", H5T_NATIVE_FLOAT, T, n, 3, "m", "x_i - r_i: from the rest position", 0) : -1;
-    hid_t near = f >= 0 && colour ? view_dataset(f, "cluster", H5T_NATIVE_INT32, T, n, 1, "1",
+    hid_t speed = f >= 0 ? view_dataset(f, "speed", T_F32, n, 1, "m/s", "|v_i| of each frame", 0) : -1;
+    hid_t disp = f >= 0 ? view_dataset(f, "displacement", T_F32, n, 3, "m", "x_i - r_i: from the rest position", 0) : -1;
+    hid_t near = f >= 0 && colour ? view_dataset(f, "cluster", T_I32, n, 1, "1",
                                               "stable id of the nearest centre among the particle's clusters "
                                               "(Falkenstein 2017 Fig 2), -1 in none", 1)
                                   : -1;
@@ -184,11 +157,11 @@ int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, in
             const double *vi = &v[3 * i];
             s[i] = (float)sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
         }
-        if (!rc) rc = write_frame(speed, H5T_NATIVE_FLOAT, t, n, 1, s);
+        if (!rc) rc = csm_h5_append(speed, T_F32, 1, s);
         for (hsize_t a = 0; a < 3 * n && !rc; a++) s[a] = (float)(x[a] - rest[a]);
-        if (!rc) rc = write_frame(disp, H5T_NATIVE_FLOAT, t, n, 3, s);
+        if (!rc) rc = csm_h5_append(disp, T_F32, 1, s);
         if (!rc && colour)
-            rc = nearest_clusters(&cs, t, x, (int32_t)n, best, id) || write_frame(near, H5T_NATIVE_INT32, t, n, 1, id) ? -1 : 0;
+            rc = nearest_clusters(&cs, t, x, (int32_t)n, best, id) || csm_h5_append(near, T_I32, 1, id) ? -1 : 0;
     }
     hid_t ds[] = {speed, disp, near, pos, vel};
     for (int k = 0; k < 5; k++)

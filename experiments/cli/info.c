@@ -20,24 +20,6 @@ static int64_t read_int_attr(hid_t obj, const char *name)
 }
 
 /* Read a whole 1-D dataset of doubles or ints (converted); returns its length or -1. */
-static int64_t read_1d(hid_t file, const char *path, hid_t memtype, void **out)
-{
-    *out = NULL;
-    if (H5Lexists(file, path, H5P_DEFAULT) <= 0) return -1;
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    hid_t sp = H5Dget_space(ds);
-    hsize_t dims[4] = {0};
-    int rank = H5Sget_simple_extent_ndims(sp);
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    hsize_t total = 1;
-    for (int k = 0; k < rank; k++) total *= dims[k];
-    *out = malloc(H5Tget_size(memtype) * (total ? total : 1));
-    if (*out && total) H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out);
-    H5Sclose(sp);
-    H5Dclose(ds);
-    return (int64_t)total;
-}
-
 static herr_t print_object(hid_t obj, const char *name, const H5O_info_t *info, void *user)
 {
     (void)user;
@@ -71,10 +53,10 @@ static void print_plasticity(hid_t f)
 {
     double *cond = NULL, *volume = NULL;
     int32_t *yielded = NULL, *skipped = NULL;
-    int64_t T = read_1d(f, "/diagnostics/max_cond_Fp", H5T_NATIVE_DOUBLE, (void **)&cond);
-    int64_t Tv = read_1d(f, "/diagnostics/volume_ratio", H5T_NATIVE_DOUBLE, (void **)&volume);
-    int64_t Ty = read_1d(f, "/diagnostics/yielded", H5T_NATIVE_INT32, (void **)&yielded);
-    int64_t Ts = read_1d(f, "/diagnostics/plastic_skipped", H5T_NATIVE_INT32, (void **)&skipped);
+    int64_t T = csm_h5_read_all(f, "/diagnostics/max_cond_Fp", H5T_NATIVE_DOUBLE, (void **)&cond);
+    int64_t Tv = csm_h5_read_all(f, "/diagnostics/volume_ratio", H5T_NATIVE_DOUBLE, (void **)&volume);
+    int64_t Ty = csm_h5_read_all(f, "/diagnostics/yielded", H5T_NATIVE_INT32, (void **)&yielded);
+    int64_t Ts = csm_h5_read_all(f, "/diagnostics/plastic_skipped", H5T_NATIVE_INT32, (void **)&skipped);
     if (T > 0 && Tv == T && Ty == T && Ts == T) {
         double cmax = 0, vmin = volume[0], vmax = volume[0];
         int32_t ymax = 0;
@@ -103,8 +85,8 @@ static void print_stiffness(hid_t f)
 {
     double *gain = NULL;
     int32_t *clamped = NULL;
-    int64_t T3 = read_1d(f, "/diagnostics/alpha_c", H5T_NATIVE_DOUBLE, (void **)&gain);
-    int64_t T = read_1d(f, "/diagnostics/alpha_clamped", H5T_NATIVE_INT32, (void **)&clamped);
+    int64_t T3 = csm_h5_read_all(f, "/diagnostics/alpha_c", H5T_NATIVE_DOUBLE, (void **)&gain);
+    int64_t T = csm_h5_read_all(f, "/diagnostics/alpha_clamped", H5T_NATIVE_INT32, (void **)&clamped);
     char conserve[64] = "";
     csm_log_string_attr(f, "solver.conserve", conserve, sizeof conserve);
     if (T > 1 && T3 == 3 * T) {
@@ -171,17 +153,17 @@ int csm_cmd_info(int argc, char **argv)
     int64_t n = read_int_attr(f, "particles");
     double *time = NULL, *total = NULL;
     int32_t *count = NULL, *members = NULL, *offsets = NULL;
-    int64_t T = read_1d(f, "/frames/time", H5T_NATIVE_DOUBLE, (void **)&time);
+    int64_t T = csm_h5_read_all(f, "/frames/time", H5T_NATIVE_DOUBLE, (void **)&time);
     printf("  %-14s %lld\n", "particles", (long long)n);
     printf("  %-14s %lld (frame 0 is the initial state)", "frames", (long long)T);
     if (T > 0) printf(", t = %g .. %g s", time[0], time[T - 1]);
     printf("\n");
     print_stiffness(f);
-    int64_t Tc = read_1d(f, "/clusters/count", H5T_NATIVE_INT32, (void **)&count);
+    int64_t Tc = csm_h5_read_all(f, "/clusters/count", H5T_NATIVE_INT32, (void **)&count);
     if (Tc > 0) {
         int32_t k = count[Tc - 1];
-        int64_t m = read_1d(f, "/clusters/members", H5T_NATIVE_INT32, (void **)&members);
-        int64_t no = read_1d(f, "/clusters/offsets", H5T_NATIVE_INT32, (void **)&offsets);
+        int64_t m = csm_h5_read_all(f, "/clusters/members", H5T_NATIVE_INT32, (void **)&members);
+        int64_t no = csm_h5_read_all(f, "/clusters/offsets", H5T_NATIVE_INT32, (void **)&offsets);
         if (m >= 0 && no >= k + 1 && n > 0) {
             /* the last frame uses the last membership version, at the end of both arrays */
             const int32_t *off = offsets + (no - (k + 1));
@@ -207,7 +189,7 @@ int csm_cmd_info(int argc, char **argv)
             free(per);
         }
         double *width = NULL;
-        int64_t nw = read_1d(f, "/clusters/width", H5T_NATIVE_DOUBLE, (void **)&width);
+        int64_t nw = csm_h5_read_all(f, "/clusters/width", H5T_NATIVE_DOUBLE, (void **)&width);
         if (nw >= k && k > 0) {
             const double *wl = width + (nw - k);
             double wmn = wl[0], wmx = wl[0], wsum = 0;
@@ -222,7 +204,7 @@ int csm_cmd_info(int argc, char **argv)
         free(width);
     }
     print_plasticity(f);
-    int64_t Tt = read_1d(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
+    int64_t Tt = csm_h5_read_all(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
     if (Tt > 1) {
         /* frame 0 is the initial state: no step was timed */
         int64_t cnt = Tt - 1;
