@@ -305,14 +305,17 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     return 0;
 }
 
-/* E(x) at the last fit, with the stiffness of the factorisation: what the step minimises. */
+/* E(x) at the last fit, with the stiffness of the factorisation, what the step minimises; for
+   clusters the factorisation has not seen yet (before the first step, or reclustered since the
+   last), the stiffness the next one will take. */
 static double pd_energy(const csm_world *w, void *state, double h, const double *distance)
 {
     (void)h;
     const pd *s = state;
+    int current = s->L && s->epoch == w->C.epoch && s->k == w->C.k;
     double e = 0;
     for (int32_t c = 0; c < w->C.k; c++)
-        e += 0.5 * (s->L && c < s->k ? s->kc[c] : csm_modulus_stiffness(w, s->modulus, c)) * distance[c];
+        e += 0.5 * (current ? s->kc[c] : csm_modulus_stiffness(w, s->modulus, c)) * distance[c];
     return e;
 }
 

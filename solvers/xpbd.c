@@ -22,8 +22,8 @@
 
    (lambda in the paper's scaling, compliance over h^2: alpha~ = alpha / h^2). At convergence
    m_i (x_i - y_i) / h^2 + sum_c K_ic (x_i - g_ic) = 0: implicit Euler on the clusters' energy,
-   whose stiffness, unlike pbd's, does not depend on the iteration count (Macklin et al. 2016
-   Sec 3; the GAMES103 lecture's "stiffness behavior is subject to non-physical factors"). */
+   whose stiffness, unlike pbd's, does not depend on the iteration count (the point of Macklin et
+   al. 2016; the GAMES103 lecture's "stiffness behavior is subject to non-physical factors"). */
 #include "grow.h"
 #include "implicit.h"
 #include "kernel.h"

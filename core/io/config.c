@@ -33,7 +33,7 @@ static const csm_param_spec output_params[] = {
     CSM_PARAM_FIELD("compression", CSM_INT, csm_config, output_compression, 0, 0, 9,
                     "deflate level of the per-particle datasets, after a byte shuffle (0: none; h5py and ParaView "
                     "read either). Positions and velocities are full-precision doubles: level 1 made the bunny's "
-                    "log 11 % smaller and its run 1.4x slower", NULL, 0, 0, 0, NULL, 0),
+                    "log 10 % smaller and its run 1.4x slower", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
 
