@@ -97,6 +97,15 @@ static inline double csm_m3_inverse(const double *A, double *out)
     memcpy(out, t, sizeof t);
     return det;
 }
+/* The cofactor matrix, cof(A) = det(A) A^-T where A is invertible: d det(A) / dA = cof(A), and
+   A cof(A)^T = det(A) 1 for every A. */
+static inline void csm_m3_cofactor(const double *A, double *out)
+{
+    double t[9] = {A[4] * A[8] - A[5] * A[7], A[5] * A[6] - A[3] * A[8], A[3] * A[7] - A[4] * A[6],
+                   A[2] * A[7] - A[1] * A[8], A[0] * A[8] - A[2] * A[6], A[1] * A[6] - A[0] * A[7],
+                   A[1] * A[5] - A[2] * A[4], A[2] * A[3] - A[0] * A[5], A[0] * A[4] - A[1] * A[3]};
+    memcpy(out, t, sizeof t);
+}
 static inline double csm_m3_frobenius(const double *A)
 {
     double s = 0;

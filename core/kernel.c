@@ -71,6 +71,37 @@ void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, doub
     Axr[8] = a8 - e2 * q2;
 }
 
+/* A_rr of cluster c from its stored pseudo-inverse: the exact inverse when A_rr has full rank,
+   and A_rr without its dropped near-zero directions otherwise. */
+static void cluster_arr(const csm_clusters *C, int32_t c, double A[9])
+{
+    const double *Ainv = &C->A_rr_inv[9 * c];
+    if (C->rank[c] < 3 || csm_m3_inverse(Ainv, A) == 0.0) csm_pinv_sym3(Ainv, 1e-12, A);
+}
+
+/* tr(F^p A_rr F^pT): the second moment sum w m |F^p p|^2 of the plastic rest shape. */
+static double plastic_moment(const double A[9], const double Fp[9])
+{
+    double FA[9], B[9];
+    csm_m3_mul(Fp, A, FA);
+    csm_m3_mul_bt(FA, Fp, B);
+    return B[0] + B[4] + B[8];
+}
+
+/* solver.volume split: the goal transform R F^p becomes the best similarity s R F^p, with
+   s = argmin sum w m |x - xbar - s R F^p p|^2 = tr((R F^p)^T A_xr) / tr(F^p A_rr F^pT). The shape
+   springs then hold no volume (a uniform scaling costs nothing) and csm_volume_project holds it.
+   An inverted or empty fit (s <= 0) keeps the rigid goal. */
+static void similarity(const csm_clusters *C, int32_t c, const double Axr[9], const double Fp[9], double T[9])
+{
+    double A[9], num = 0;
+    cluster_arr(C, c, A);
+    for (int a = 0; a < 9; a++) num += T[a] * Axr[a];
+    double s = num / plastic_moment(A, Fp);
+    if (s > 0 && isfinite(s))
+        for (int a = 0; a < 9; a++) T[a] *= s;
+}
+
 static int is_identity(const double *A)
 {
     return A[0] == 1.0 && A[4] == 1.0 && A[8] == 1.0 && A[1] == 0.0 && A[2] == 0.0 && A[3] == 0.0 && A[5] == 0.0 &&
@@ -104,6 +135,7 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     } else {
         csm_m3_mul(R, Fp, T); /* Falkenstein Eq 16: g = R F^p p + xbar */
     }
+    if (w->volume == CSM_VOLUME_SPLIT && w->mode == CSM_MODE_RIGID) similarity(C, c, Axr, Fp, T);
     if (C->Q) csm_mode_quadratic(w->beta, C, x, com, c);
     C->com[3 * c] = com[0];
     C->com[3 * c + 1] = com[1];
@@ -429,23 +461,80 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
    is then stiffer than the material, by lambda_max(B) / (tr B / 3), when stretched along its
    long axis and softer across it; refining clusters inside a body makes them isotropic, so the
    error stays with the clusters the surface cuts. */
-double csm_modulus_stiffness(const csm_world *w, double mu, int32_t c)
+static double cluster_density(const csm_world *w, int32_t c)
 {
     const csm_clusters *C = &w->C;
-    int32_t lo = C->offset[c];
-    double M = C->mass[c];
-    if (lo == C->offset[c + 1] || !(M > 0)) return 0.0;
-    double rho = w->object_density[w->P.object[C->member[lo]]];
-    /* A_rr from its stored pseudo-inverse: the exact inverse when A_rr has full rank, and A_rr
-       without its dropped near-zero directions otherwise */
-    double A[9], B[9], FA[9];
-    const double *Ainv = &C->A_rr_inv[9 * c], *Fp = &C->Fp[9 * c];
-    if (C->rank[c] < 3 || csm_m3_inverse(Ainv, A) == 0.0) csm_pinv_sym3(Ainv, 1e-12, A);
-    csm_m3_mul(Fp, A, FA);
-    csm_m3_mul_bt(FA, Fp, B);
-    double trB = B[0] + B[4] + B[8];
-    if (!(trB > 0) || !(rho > 0)) return 0.0;
+    return C->offset[c] < C->offset[c + 1] ? w->object_density[w->P.object[C->member[C->offset[c]]]] : 0.0;
+}
+
+static double modulus_stiffness(const csm_world *w, double mu, int32_t c, const double Fp[9])
+{
+    const csm_clusters *C = &w->C;
+    double M = C->mass[c], rho = cluster_density(w, c);
+    if (!(M > 0) || !(rho > 0)) return 0.0;
+    double A[9];
+    cluster_arr(C, c, A);
+    double trB = plastic_moment(A, Fp);
+    if (!(trB > 0)) return 0.0;
     return 6.0 * mu * M / (rho * trB);
+}
+
+double csm_modulus_stiffness(const csm_world *w, double mu, int32_t c)
+{
+    return modulus_stiffness(w, mu, c, &w->C.Fp[9 * c]);
+}
+
+double csm_spring_stiffness(const csm_world *w, int32_t c, const double Fp[9], double h)
+{
+    if (!(w->spring_modulus > 0)) return w->spring_alpha / (h * h);
+    double k = modulus_stiffness(w, w->spring_modulus, c, Fp);
+    return w->spring_capped ? fmin(k, 1.0 / (h * h)) : k;
+}
+
+void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double *v, int32_t c, csm_fixed_fit *f)
+{
+    double com[3];
+    csm_cluster_moments(C, x, c, com, f->Axr);
+    csm_m3_mul(f->Axr, &C->A_rr_inv[9 * c], f->F); /* Falkenstein Eq 3 */
+    f->S = f->Q = 0;
+    memset(f->Avp, 0, sizeof f->Avp);
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        const double *xi = &x[3 * C->member[j]], *vi = &v[3 * C->member[j]], *p = &C->p[3 * j];
+        double wm = C->wmass[j], d[3] = {xi[0] - com[0], xi[1] - com[1], xi[2] - com[2]};
+        f->S += wm * csm_v3_dot(d, d);
+        f->Q -= wm * csm_v3_dot(d, vi);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) f->Avp[3 * a + b] += wm * vi[a] * p[b];
+    }
+}
+
+double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f, const double Fp[9], const double q[4],
+                          double h, double *lag)
+{
+    const csm_clusters *C = &w->C;
+    double Fp_inv[9], Fe[9], Apq[9], R[9], T[9], A[9], qq[4];
+    *lag = NAN;
+    if (csm_m3_inverse(Fp, Fp_inv) == 0.0) return NAN;
+    csm_m3_mul(f->F, Fp_inv, Fe);
+    csm_m3_mul_bt(f->Axr, Fp, Apq);
+    memcpy(qq, q, sizeof qq); /* the fit's warm start, unchanged */
+    csm_polar_ctx polar = {w->svd, qq};
+    w->rotation->extract(&polar, Apq, Fe, R);
+    csm_m3_mul(R, Fp, T);
+    if (w->volume == CSM_VOLUME_SPLIT) similarity(C, c, f->Axr, Fp, T);
+    /* sum w m |d - T p|^2 = S - 2 tr(T^T A_xr) + tr(T A_rr T^T), d = x - xbar, and
+       sum w m (g - x) . v = tr(T^T A_vp) + sum w m (xbar - x) . v */
+    cluster_arr(C, c, A);
+    double TA[9], cross = 0, square = 0, dot = f->Q;
+    csm_m3_mul(T, A, TA);
+    for (int a = 0; a < 9; a++) {
+        cross += T[a] * f->Axr[a];
+        square += TA[a] * T[a];
+        dot += T[a] * f->Avp[a];
+    }
+    double k = csm_spring_stiffness(w, c, Fp, h);
+    *lag = w->spring_capped ? 0.5 * h * k * dot : 0.0;
+    return 0.5 * k * fmax(0.0, f->S - 2.0 * cross + square);
 }
 
 void csm_modulus_gains(const csm_world *w, double mu, double h, double *gain, csm_gain_stats *stats)
@@ -511,9 +600,12 @@ void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, dou
 #pragma omp parallel for schedule(static)
     for (int32_t c = 0; c < nc; c++) cluster_rigid_velocity(C, x, v, c, &scratch[9 * c]);
     /* Gather per particle (no atomics); v is only written after every cluster is measured. */
+    double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < n; i++) {
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++)
+    for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
         if (w->P.inv_mass[i] == 0.0) continue;
+        double before = csm_v3_dot(&v[3 * i], &v[3 * i]);
         double dv[3] = {0, 0, 0};
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
             int32_t j = C->pmember[s];
@@ -525,6 +617,182 @@ void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, dou
             for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (rv[d] + wr[d] - v[3 * i + d]);
         }
         for (int d = 0; d < 3; d++) v[3 * i + d] += k * dv[d];
+        part[b] += 0.5 * w->P.mass[i] * (before - csm_v3_dot(&v[3 * i], &v[3 * i]));
+    }
+    if (w->report) w->report->dissipated[CSM_DISSIPATED_DAMPING] += csm_block_total(part);
+}
+
+/* Material viscosity per cluster. The velocity field's best affine fit about the centre has the
+   gradient L = A_vd A_dd^-1 (A_vd = sum w m (v - vbar) d^T, A_dd = sum w m d d^T, d = x - xbar); a
+   Newtonian viscosity eta dissipates 2 eta V_c |sym L|^2 (the deviatoric and the volumetric rate
+   alike). With the cluster's inertia in that mode, 1/2 tr(S A_dd S) ~ 1/2 (tr A_dd / 3) |S|^2,
+   S = sym L decays at the rate r = 6 eta V_c / tr A_dd (the same form as the stiffness from a
+   modulus, csm_modulus_stiffness), taken implicitly: dv = -(h r / (1 + h r)) S d, stable for any
+   step. The rigid rotation that correction would carry when A_dd is not isotropic is removed
+   (omega = I^-1 sum w m d x dv), so the cluster's momentum and angular momentum stay as they were. */
+static void viscosity_row(const csm_world *w, const double *x, const double *v, int32_t c, double eta, double h,
+                          double row[12])
+{
+    const csm_clusters *C = &w->C;
+    double com[3] = {0, 0, 0}, vcm[3] = {0, 0, 0}, Add[9] = {0}, Avd[9] = {0}, M = C->mass[c];
+    double rho = cluster_density(w, c);
+    memset(row, 0, 12 * sizeof *row);
+    if (!(M > 0) || !(rho > 0)) return;
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++)
+        for (int a = 0; a < 3; a++) {
+            com[a] += C->wmass[j] * x[3 * C->member[j] + a] / M;
+            vcm[a] += C->wmass[j] * v[3 * C->member[j] + a] / M;
+        }
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        int32_t i = C->member[j];
+        double wm = C->wmass[j], d[3], u[3];
+        for (int a = 0; a < 3; a++) {
+            d[a] = x[3 * i + a] - com[a];
+            u[a] = v[3 * i + a] - vcm[a];
+        }
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                Add[3 * a + b] += wm * d[a] * d[b];
+                Avd[3 * a + b] += wm * u[a] * d[b];
+            }
+    }
+    double tr = Add[0] + Add[4] + Add[8];
+    if (!(tr > 0)) return;
+    double Addinv[9], L[9], K[9], KA[9], I[9], Iinv[9], torque[3], omega[3];
+    csm_pinv_sym3(Add, 1e-12, Addinv);
+    csm_m3_mul(Avd, Addinv, L);
+    double r = 6.0 * eta * (M / rho) / tr, f = h * r / (1.0 + h * r);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) K[3 * a + b] = -0.5 * f * (L[3 * a + b] + L[3 * b + a]);
+    /* the torque sum w m d x (K d) is the axial vector of K A_dd's skew part */
+    csm_m3_mul(K, Add, KA);
+    torque[0] = KA[7] - KA[5];
+    torque[1] = KA[2] - KA[6];
+    torque[2] = KA[3] - KA[1];
+    for (int a = 0; a < 9; a++) I[a] = (a % 4 == 0 ? tr : 0.0) - Add[a];
+    csm_pinv_sym3(I, 1e-12, Iinv);
+    csm_m3_mul_v3(Iinv, torque, omega);
+    memcpy(row, com, 3 * sizeof *row);
+    double W[9] = {0, -omega[2], omega[1], omega[2], 0, -omega[0], -omega[1], omega[0], 0};
+    for (int a = 0; a < 9; a++) row[3 + a] = K[a] - W[a];
+}
+
+void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch)
+{
+    if (!(eta > 0)) return;
+    const csm_clusters *C = &w->C;
+    int32_t k = C->k, n = w->P.n;
+    double part[CSM_SUM_BLOCKS] = {0};
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int32_t c = 0; c < k; c++) viscosity_row(w, x, v, c, eta, h, &scratch[12 * c]);
+#pragma omp for schedule(static)
+        for (int b = 0; b < CSM_SUM_BLOCKS; b++)
+        for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
+            if (w->P.inv_mass[i] == 0.0) continue;
+            double dv[3] = {0, 0, 0};
+            for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+                int32_t j = C->pmember[s];
+                const double *row = &scratch[12 * C->mcluster[j]], *K = &row[3];
+                double r0 = x[3 * i] - row[0], r1 = x[3 * i + 1] - row[1], r2 = x[3 * i + 2] - row[2];
+                for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (K[3 * d] * r0 + K[3 * d + 1] * r1 + K[3 * d + 2] * r2);
+            }
+            double *vi = &v[3 * i], before = csm_v3_dot(vi, vi);
+            for (int d = 0; d < 3; d++) vi[d] += dv[d];
+            part[b] += 0.5 * w->P.mass[i] * (before - csm_v3_dot(vi, vi));
+        }
+    }
+    if (w->report) w->report->dissipated[CSM_DISSIPATED_VISCOSITY] += csm_block_total(part);
+}
+
+/* ---- solver.volume split: each cluster's volume as a constraint of its own ---- */
+
+/* The compliance alpha~_c = 1 / (kappa_c V_c h^2) of cluster c's volume term, V_c = m_c / rho:
+   kappa from solver.bulk_modulus, or, with 0, the bulk stiffness the coupled springs have at
+   F^p = 1. Those store 1/2 k_c tr(D A_rr D^T), D = F - R, which for a dilation F = (1 + e) 1 is
+   1/2 k_c e^2 tr A_rr = 1/2 kappa V_c (3 e)^2: kappa_c V_c = k_c tr A_rr / 9, with shear modulus
+   mu = k_c tr A_rr / (6 V_c) the pair of a Poisson's ratio of 0. Springs of no stiffness (pbd)
+   hold volume as they hold shape, as a hard constraint: compliance 0. */
+static double volume_compliance(const csm_world *w, int32_t c, double h)
+{
+    const csm_clusters *C = &w->C;
+    if (w->bulk_modulus > 0) return cluster_density(w, c) / (w->bulk_modulus * C->mass[c] * h * h);
+    static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    double A[9], k = csm_spring_stiffness(w, c, identity, h);
+    cluster_arr(C, c, A);
+    double kV = k * (A[0] + A[4] + A[8]) / 9.0;
+    return kV > 0 ? 1.0 / (kV * h * h) : 0.0;
+}
+
+double csm_volume_energy(const csm_world *w, double h)
+{
+    const csm_clusters *C = &w->C;
+    if (w->volume != CSM_VOLUME_SPLIT) return 0.0;
+    double e = 0;
+    for (int32_t c = 0; c < C->k; c++) {
+        if (C->rank[c] < 3 || !(C->mass[c] > 0) || !(cluster_density(w, c) > 0)) continue;
+        double compliance = volume_compliance(w, c, h), J = csm_m3_det(&C->F[9 * c]);
+        if (compliance > 0) e += 0.5 * (J - 1) * (J - 1) / (compliance * h * h);
+    }
+    return e;
+}
+
+/* Cluster c's step of the volume constraint C_c = det F - 1 (F = A_xr A_rr^-1, Falkenstein Eq 3;
+   det F^p = 1, so det F = det F^e). Each membership is a share w_ic m_i of its particle, and
+   d C / d x_ic = w_ic m_i cof(F) A_rr^-1 p_ic, so the step of Macklin et al. 2016 Eq 18,
+       d lambda = -(C + alpha~ lambda) / (sum w m |cof(F) A_rr^-1 p|^2 + alpha~),
+       dx_ic = d lambda cof(F) A_rr^-1 p_ic,
+   is linear in p_ic: D = d lambda cof(F) A_rr^-1 goes to D[9]. The weighted sum over the members
+   is tr(cof A_rr^-1 cof^T), and alpha~ = 1 / (kappa V_c h^2) (volume_compliance). The moves keep the cluster's momentum (sum w m p = 0) and exert no torque
+   about its centre (sum w m d (D p)^T = F A_rr A_rr^-1 cof^T d lambda = det F d lambda 1). */
+static void volume_step(const csm_world *w, const double *x, int32_t c, double h, double *lambda, double D[9])
+{
+    const csm_clusters *C = &w->C;
+    memset(D, 0, 9 * sizeof *D);
+    double rho = cluster_density(w, c), M = C->mass[c];
+    if (C->rank[c] < 3 || !(M > 0) || !(rho > 0)) return;
+    double com[3], Axr[9], F[9], cof[9], G[9], GG[9];
+    const double *Ainv = &C->A_rr_inv[9 * c];
+    csm_cluster_moments(C, x, c, com, Axr);
+    csm_m3_mul(Axr, Ainv, F);
+    csm_m3_cofactor(F, cof);
+    csm_m3_mul(cof, Ainv, G);
+    csm_m3_mul_bt(G, cof, GG); /* cof A_rr^-1 cof^T */
+    double den = GG[0] + GG[4] + GG[8];
+    double compliance = volume_compliance(w, c, h);
+    double dl = -(csm_m3_det(F) - 1.0 + compliance * lambda[c]) / (den + compliance);
+    if (!isfinite(dl) || !(den > 0)) return;
+    lambda[c] += dl;
+    for (int a = 0; a < 9; a++) D[a] = dl * G[a];
+}
+
+void csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch)
+{
+    const csm_clusters *C = &w->C;
+    int32_t k = C->k, n = w->P.n;
+    const double *inv_mass = w->P.inv_mass;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int32_t c = 0; c < k; c++) volume_step(w, x, c, h, lambda, &scratch[9 * c]);
+        /* every particle moves by the weighted shares of its clusters, in cluster order (Jacobi) */
+#pragma omp for schedule(static)
+        for (int32_t i = 0; i < n; i++) {
+            if (inv_mass[i] == 0.0) continue;
+            double d0 = 0, d1 = 0, d2 = 0;
+            for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+                int32_t j = C->pmember[s];
+                const double *D = &scratch[9 * C->mcluster[j]], *p = &C->p[3 * j];
+                double wgt = C->weight[j];
+                d0 += wgt * (D[0] * p[0] + D[1] * p[1] + D[2] * p[2]);
+                d1 += wgt * (D[3] * p[0] + D[4] * p[1] + D[5] * p[2]);
+                d2 += wgt * (D[6] * p[0] + D[7] * p[1] + D[8] * p[2]);
+            }
+            x[3 * i] += d0;
+            x[3 * i + 1] += d1;
+            x[3 * i + 2] += d2;
+        }
     }
 }
 

@@ -67,6 +67,41 @@ double csm_modulus_stiffness(const csm_world *w, double mu, int32_t c);
    were clamped to 1 (the step h is too coarse for the modulus). */
 void csm_modulus_gains(const csm_world *w, double mu, double h, double *gain, csm_gain_stats *stats);
 
+/* The stiffness k_c (1/s^2, per unit mass) of cluster c's springs if its plastic deformation were
+   Fp: alpha / h^2, or from the shear modulus (csm_modulus_stiffness), as csm_world's spring_*
+   describe the integrator's. */
+double csm_spring_stiffness(const csm_world *w, int32_t c, const double Fp[9], double h);
+/* What a cluster's stored energy depends on at fixed positions x and velocities v, whatever its
+   plastic deformation: F = A_xr A_rr^-1, A_xr, S = sum w m |x - xbar|^2, A_vp = sum w m v p^T and
+   Q = sum w m (xbar - x) . v. */
+typedef struct csm_fixed_fit {
+    double F[9], Axr[9], S, Avp[9], Q;
+} csm_fixed_fit;
+void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double *v, int32_t c, csm_fixed_fit *f);
+/* The energy 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 cluster c's springs would store at the
+   positions of `f` if its plastic deformation were Fp, with the goals its fit would give there
+   (split or coupled, rigid mode; q is its rotation's warm start, not changed). *lag gets the
+   cluster's share of the explicit step's energy lag (h/2) sum_i f_i . v_i (csm_diag.elastic_lag;
+   0 for an implicit integrator). NaN when Fp is singular. */
+double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f, const double Fp[9], const double q[4],
+                          double h, double *lag);
+
+/* solver.volume split. One Jacobi pass of the clusters' volume constraints det F_c = 1, each
+   a step of Macklin et al. 2016 Eq 18 with compliance 1 / (kappa_c V_c) (solver.bulk_modulus, or
+   by default the bulk stiffness the coupled springs have, kernel.c), on the positions x (free
+   particles only). lambda[k] holds the multipliers of the step (zero them when it starts);
+   scratch holds 9 k doubles. Keeps momentum; no torque about any cluster's centre. */
+void csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch);
+/* The energy the volume terms store at the last fit, sum_c 1/2 kappa_c V_c (det F_c - 1)^2 for
+   steps of length h (0 when coupled; a hard constraint stores none). */
+double csm_volume_energy(const csm_world *w, double h);
+
+/* Material viscosity eta (Pa s), implicitly over a step h: each cluster's symmetric velocity
+   gradient decays at the rate 6 eta V_c / tr A_dd (kernel.c), without changing its momentum or
+   angular momentum. The kinetic energy removed goes to the report's dissipated[VISCOSITY].
+   scratch holds 12 k doubles. */
+void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch);
+
 /* Goal of membership j (particle member[j] in cluster mcluster[j]) from the last fit. */
 static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double g[3])
 {
@@ -90,8 +125,21 @@ static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double 
 /* Velocity damping towards each cluster's rigid motion (Müller et al. 2007, PBD Sec 3.5, with
    the cluster weights w_ic): dv_i = sum_c w_ic (v_cm,c + omega_c x (x_i - xbar_c) - v_i),
    v_i += k dv_i. Conserves linear and angular momentum; k = 0 does nothing, k = 1 makes every
-   cluster move rigidly. `scratch` holds 9 k doubles. */
+   cluster move rigidly. `scratch` holds 9 k doubles. The kinetic energy removed goes to the
+   report's dissipated[DAMPING]. */
 void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch);
+
+/* Sums that parallel loops make, the same bits for any thread count: [0, count) is cut into
+   CSM_SUM_BLOCKS fixed blocks, the loop runs over blocks, each block adds its items in order into
+   part[b], and csm_block_total adds the blocks in order. */
+#define CSM_SUM_BLOCKS 64
+static inline int32_t csm_block_start(int32_t count, int b) { return (int32_t)((int64_t)count * b / CSM_SUM_BLOCKS); }
+static inline double csm_block_total(const double part[CSM_SUM_BLOCKS])
+{
+    double s = 0;
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++) s += part[b];
+    return s;
+}
 
 /* Set the number of threads used by the parallel loops (OpenMP); 0 keeps the default. */
 void csm_set_threads(int threads);

@@ -155,7 +155,7 @@ typedef enum csm_kind {
 } csm_kind;
 
 /* The newest revision of each kind's struct this host reads. */
-#define CSM_INTEGRATOR_VERSION 2
+#define CSM_INTEGRATOR_VERSION 3
 #define CSM_ROTATION_VERSION 1
 #define CSM_CLUSTERING_VERSION 1
 #define CSM_PLASTICITY_VERSION 1
@@ -176,6 +176,10 @@ typedef struct csm_integrator {
        distance[c] = sum_i w_ic m_i |x_i - g_ic|^2 of each cluster (kg m^2). NULL: it declares
        none, and /diagnostics/elastic_energy is NaN. */
     double (*elastic_energy)(const struct csm_world *w, void *state, double h, const double *distance);
+    /* Version 3. 1 when its step projects each cluster's volume constraint (csm_volume_project)
+       under solver.volume: split, whose shape springs hold no volume; 0: it takes coupled goals
+       only, and `split` is refused. */
+    int projects_volume;
 } csm_integrator;
 
 /* How a rotation plugin takes a polar decomposition: through the configured SVD backend,

@@ -103,6 +103,20 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->mode = cfg->mode;
     w->beta = cfg->beta;
     w->conserve = cfg->conserve;
+    /* solver.volume: auto splits shape from volume where plasticity can change the rest shape
+       (a coupled goal turns the flow's flattening into stored volume energy, see plasticity/)
+       and the integrator projects volume; config loading refused an explicit split it cannot run */
+    const csm_integrator *in = (const csm_integrator *)cfg->integrator.plugin;
+    int projects = in->version >= 3 && in->projects_volume;
+    int plastic = strcmp(cfg->plasticity.plugin->name, "none") != 0;
+    w->volume = cfg->volume == CSM_VOLUME_AUTO
+                    ? (plastic && projects && cfg->mode == CSM_MODE_RIGID ? CSM_VOLUME_SPLIT : CSM_VOLUME_COUPLED)
+                    : cfg->volume;
+    w->bulk_modulus = cfg->bulk_modulus;
+    const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha"), *mu = csm_cfg_value(&cfg->integrator, "modulus");
+    w->spring_alpha = alpha ? alpha->num : 0.0;
+    w->spring_modulus = mu ? mu->num : 0.0;
+    w->spring_capped = alpha != NULL; /* the explicit integrators clamp alpha_c = h^2 k_c at 1 */
 
     /* Sample every object first to know n. */
     double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
@@ -216,6 +230,18 @@ static int apply_stage(csm_stage *st, csm_world *w, double h, csm_error *err)
     return st->apply ? st->apply(w, st->state, h, err) : 0;
 }
 
+/* Kinetic energy plus the forces' potentials: what a collider's projection of positions and
+   velocities changes (the elastic energy it changes too is left to the budget's error). */
+static double mechanical_energy(const csm_sim *sim)
+{
+    const csm_particles *P = &sim->w.P;
+    double e = 0;
+    for (int32_t i = 0; i < P->n; i++) e += 0.5 * P->mass[i] * csm_v3_dot(&P->v[3 * i], &P->v[3 * i]);
+    for (int k = 0; k < sim->nforces; k++)
+        if (sim->forces[k].potential) e += sim->forces[k].potential(&sim->w, sim->forces[k].state);
+    return e;
+}
+
 int csm_sim_step(csm_sim *sim, double h, csm_error *err)
 {
     csm_world *w = &sim->w;
@@ -244,10 +270,12 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     if (working) {
         double power = 0;
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) power += sim->work_force[a] * w->P.v[a];
-        sim->external_work += h * power;
+        sim->work_external += h * power;
     }
+    double before = sim->ncolliders ? mechanical_energy(sim) : 0.0;
     for (int k = 0; k < sim->ncolliders; k++)
         if (apply_stage(&sim->colliders[k], w, h, err)) return -1;
+    if (sim->ncolliders) sim->work_external += mechanical_energy(sim) - before;
     double t1 = csm_now();
     if (apply_stage(&sim->plasticity, w, h, err)) return -1;
     double t2 = csm_now();
@@ -354,8 +382,11 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     for (int k = 0; k < 3; k++) d->center_of_mass[k] /= M > 0 ? M : 1;
     for (int k = 0; k < sim->nforces; k++)
         if (sim->forces[k].potential) d->potential += sim->forces[k].potential(w, sim->forces[k].state);
-    double *dist = csm_grow((void **)&sim->distance, &sim->distance_cap, C->k, sizeof(double)) ? NULL : sim->distance;
-    if (dist) memset(dist, 0, sizeof *dist * (size_t)C->k);
+    /* per cluster: sum w m |x - g|^2, then sum w m (g - x) . v */
+    double *dist = csm_grow((void **)&sim->distance, &sim->distance_cap, 2 * (int64_t)C->k, sizeof(double)) ? NULL
+                                                                                                     : sim->distance;
+    double *dot = dist ? dist + C->k : NULL;
+    if (dist) memset(dist, 0, sizeof *dist * 2 * (size_t)C->k);
     for (int32_t j = 0; j < C->m; j++) {
         double g[3];
         csm_membership_goal(C, j, g);
@@ -363,7 +394,10 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         double e[3] = {x[0] - g[0], x[1] - g[1], x[2] - g[2]};
         double e2 = csm_v3_dot(e, e);
         d->goal_distance += C->wmass[j] * e2;
-        if (dist) dist[C->mcluster[j]] += C->wmass[j] * e2;
+        if (dist) {
+            dist[C->mcluster[j]] += C->wmass[j] * e2;
+            dot[C->mcluster[j]] -= C->wmass[j] * csm_v3_dot(e, &P->v[3 * C->member[j]]);
+        }
         double width = C->width[C->mcluster[j]];
         if (width > 0) {
             double beta = sqrt(e2) / width; /* Bargteil-Jones Eq 4 */
@@ -381,8 +415,20 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
     const csm_integrator *in = sim->integrator;
-    d->elastic = in->version >= 2 && in->elastic_energy && dist
-                     ? in->elastic_energy(w, sim->integrator_state, sim->cfg->dt / sim->cfg->substeps, dist)
-                     : NAN;
+    double h = sim->cfg->dt / sim->cfg->substeps;
+    int springs = in->version >= 2 && in->elastic_energy && dist;
+    d->volume_energy = csm_volume_energy(w, h);
+    d->elastic = springs ? in->elastic_energy(w, sim->integrator_state, h, dist) + d->volume_energy : NAN;
+    /* (h/2) sum_i f_i . v_i = h sum_c 1/2 k_c sum w m (g - x) . v: the integrator's energy is linear in
+       its per-cluster sums */
+    d->elastic_lag = !w->spring_capped ? 0.0 : springs ? h * in->elastic_energy(w, sim->integrator_state, h, dot) : NAN;
+    double energy = d->kinetic + d->potential + d->elastic + d->elastic_lag;
+    if (!sim->have_energy0) {
+        sim->energy0 = energy;
+        sim->have_energy0 = 1;
+    }
+    double dissipated = 0;
+    for (int k = 0; k < CSM_DISSIPATED_N; k++) dissipated += sim->report.dissipated[k];
+    d->energy_error = energy - sim->energy0 - sim->work_external + dissipated;
     sim->last.seconds[CSM_TIMING_TOTAL] += csm_now() - start;
 }

@@ -33,11 +33,14 @@ typedef struct csm_sim {
     int32_t frame;               /* frames completed */
     double *distance;            /* [distance_cap] per cluster, for the diagnostics */
     int64_t distance_cap;
-    /* The work done on the bodies by the forces that have no potential (compress, twist, drag),
-       summed over the steps: h sum_i f_i . v_i with v the velocity the integrator leaves, the
-       power of the force over the step. With the potentials of the others it closes the energy
-       budget: E(t) <= E(0) + external_work(t) when nothing creates energy. */
-    double external_work;
+    /* The work done on the bodies from outside, summed over the steps: by the forces that have no
+       potential (compress, twist, drag), h sum_i f_i . v_i with v the velocity the integrator
+       leaves (the power of the force over the step), and by the colliders, the kinetic and
+       potential energy their projections change. With the potentials of the other forces and
+       the dissipation (report.dissipated) it closes the energy budget (csm_diag.energy_error). */
+    double work_external;
+    double energy0;              /* kinetic + potential + elastic energy of frame 0 (J) */
+    int have_energy0;
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
     int64_t work_cap[2];
 } csm_sim;
@@ -65,6 +68,16 @@ typedef struct csm_diag {
     double momentum[3], angular_momentum[3], center_of_mass[3];
     double max_strain, volume_ratio;
     double max_cond_Fp; /* largest sigma_max / sigma_min of F^p */
+    double volume_energy; /* J: the split volume terms' share of `elastic` (csm_volume_energy) */
+    /* J: (h/2) sum_i f_i . v_i with f the explicit springs' forces (0 for the implicit
+       integrators). Symplectic Euler (v from the forces at x(t), then x from v) conserves
+       kinetic + potential + elastic + this to O(h^2), not the plain sum (the modified energy of
+       Hairer, Lubich and Wanner, Geometric Numerical Integration, Sec IX.3): it is the energy
+       held between a force and the motion it causes a step later. */
+    double elastic_lag;
+    /* J: kinetic + potential + elastic + elastic_lag - frame 0's - work_external + dissipated,
+       the energy the simulation created (> 0) or lost without account (< 0) */
+    double energy_error;
 } csm_diag;
 
 /* Fits every cluster at the current positions (so logged R and com describe the logged

@@ -178,7 +178,7 @@ int csm_clusters_relink(csm_clusters *c)
 static void quadratic_rest(csm_clusters *c, int32_t cl);
 
 /* Falkenstein Sec 3.2: p_ic about the weighted rest centre, which stays at the origin as weights
-   change; the width w_c = max |p_ic| of Bargteil-Jones Eq 5. */
+   change; the width w_c = max |F^p p_ic| (Bargteil-Jones Eq 5 on the plastic rest shape). */
 void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, double shift[3])
 {
     double M = 0, rc[3] = {0, 0, 0};
@@ -195,8 +195,7 @@ void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, doubl
         for (int d = 0; d < 3; d++) pj[d] -= rc[d];
         for (int r = 0; r < 3; r++)
             for (int s = 0; s < 3; s++) Arr[3 * r + s] += c->wmass[j] * pj[r] * pj[s];
-        double len = csm_v3_norm(pj);
-        if (len > width && c->wmass[j] > 0) width = len;
+        if (c->wmass[j] > 0) width = fmax(width, csm_plastic_length(&c->Fp[9 * cl], pj));
     }
     c->width[cl] = width;
     /* docs/DESIGN.md errata: planar, collinear or single-particle clusters have a singular A_rr;
@@ -223,6 +222,14 @@ static void fresh_state(csm_clusters *c, int32_t cl)
     if (c->Q) memset(&c->Q[18 * cl], 0, 18 * sizeof *c->Q);
 }
 
+void csm_cluster_width(csm_clusters *c, int32_t cl)
+{
+    double width = 0;
+    for (int32_t j = c->offset[cl]; j < c->offset[cl + 1]; j++)
+        if (c->wmass[j] > 0) width = fmax(width, csm_plastic_length(&c->Fp[9 * cl], &c->p[3 * j]));
+    c->width[cl] = width;
+}
+
 int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
 {
     if (csm_clusters_reserve(c, c->k, c->m, p->n) || csm_clusters_relink(c)) return -1;
@@ -234,9 +241,9 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
             memcpy(&c->p[3 * j], &p->rest[3 * c->member[j]], 3 * sizeof(double));
         }
         double rc[3];
+        fresh_state(c, cl); /* F^p first: the width is that of the plastic rest shape */
         csm_cluster_rest(c, p, cl, rc);
         if (c->rank[cl] < 3) degenerate++;
-        fresh_state(c, cl);
         memcpy(&c->com[3 * cl], rc, sizeof rc); /* the rest centre, until the first fit */
     }
     return degenerate;

@@ -3,6 +3,7 @@
 #ifndef CSM_WORLD_H
 #define CSM_WORLD_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "plugin.h"
@@ -46,7 +47,7 @@ typedef struct csm_clusters {
     double *mass;         /* [k] sum of w_ic m_i */
     double *A_rr_inv;     /* [9k] pseudo-inverse of sum w m p p^T */
     int32_t *rank;        /* [k] rank of A_rr (3 unless planar, collinear or a single point) */
-    double *width;        /* [k] max |p_ic| (Bargteil-Jones Eq 5) */
+    double *width;        /* [k] max |F^p p_ic| (Bargteil-Jones Eq 5 on the plastic rest shape) */
     double *Fp;           /* [9k] plastic deformation, I when none */
     double *stress_alpha; /* [k] cumulative plastic stress (Falkenstein Eq 14) */
     int32_t *flowed;      /* [k] steps since the last logged frame in which the cluster flowed plastically */
@@ -74,7 +75,7 @@ int csm_clusters_alloc(csm_clusters *c, int32_t k, int32_t m, int32_t n);
 void csm_clusters_free(csm_clusters *c);
 
 /* Complete clusters whose offset/member/weight are set: particle -> membership CSR, wmass, rest
-   offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, width, F^p = I. Returns the
+   offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, F^p = I, width. Returns the
    number of degenerate clusters (rank of A_rr below 3). */
 int csm_clusters_finish(csm_clusters *c, const csm_particles *p);
 
@@ -82,8 +83,19 @@ int csm_clusters_finish(csm_clusters *c, const csm_particles *p);
    shifted so that their weighted centre is the origin (Falkenstein Sec 3.2: the rest centre of
    mass of every cluster stays at the origin when weights change), A_rr pseudo-inverse, rank,
    width, and the quadratic rest data when the clusters have it. The shift taken off p_ic goes
-   to `shift` when not NULL. */
+   to `shift` when not NULL. The width is taken with the cluster's F^p, which must be set. */
 void csm_cluster_rest(csm_clusters *c, const csm_particles *p, int32_t cl, double shift[3]);
+
+/* |F^p p|: a member's distance from its cluster's centre in the plastic rest shape. */
+static inline double csm_plastic_length(const double Fp[9], const double p[3])
+{
+    double a = Fp[0] * p[0] + Fp[1] * p[1] + Fp[2] * p[2], b = Fp[3] * p[0] + Fp[4] * p[1] + Fp[5] * p[2],
+           c = Fp[6] * p[0] + Fp[7] * p[1] + Fp[8] * p[2];
+    return sqrt(a * a + b * b + c * c);
+}
+/* The width w_c = max |F^p p_ic| of cluster cl (Bargteil-Jones Eq 5 on the plastic rest shape), again
+   after its F^p changed. */
+void csm_cluster_width(csm_clusters *c, int32_t cl);
 
 /* Room for k clusters and m memberships over n particles (arrays grow by half again at least;
    existing data kept). Returns -1 when out of memory. */
@@ -154,8 +166,17 @@ typedef struct csm_timings {
     double seconds[CSM_MAX_TIMINGS];
 } csm_timings;
 
+/* Where energy leaves the bodies, summed since the run began (csm_report.dissipated, J). */
+enum {
+    CSM_DISSIPATED_DAMPING,   /* the integrators' `damping` (Müller et al. 2007 Sec 3.5) */
+    CSM_DISSIPATED_VISCOSITY, /* the integrators' `viscosity` (csm_viscous_velocities) */
+    CSM_DISSIPATED_PLASTIC,   /* stored energy the plastic flow released at fixed positions */
+    CSM_DISSIPATED_N
+};
+
 typedef struct csm_report {
     int32_t frame;               /* the frame being computed (frames completed + 1) */
+    double dissipated[CSM_DISSIPATED_N]; /* J, cumulative over the run (not reset per frame) */
     int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
     int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
     csm_gain_stats gains;        /* the spring gains alpha_c of the last step (integrators with alpha) */
@@ -183,6 +204,9 @@ enum { CSM_SVD_FAST, CSM_SVD_LAPACKE };
 enum { CSM_MODE_RIGID, CSM_MODE_LINEAR, CSM_MODE_QUADRATIC };
 /* solver.conserve: what each cluster's goal corrections keep (csm_goal_pass in kernel.h). */
 enum { CSM_CONSERVE_NONE, CSM_CONSERVE_LINEAR, CSM_CONSERVE_ANGULAR };
+/* solver.volume: how a cluster holds its volume (csm_volume_project in kernel.h). AUTO is a
+   config value only; the world holds what it resolved to. */
+enum { CSM_VOLUME_AUTO, CSM_VOLUME_COUPLED, CSM_VOLUME_SPLIT };
 
 /* The simulated state and the settings every stage reads. */
 typedef struct csm_world {
@@ -199,6 +223,13 @@ typedef struct csm_world {
     int mode;                    /* CSM_MODE_*: goal deformation (Müller 2005 Sec 4) */
     double beta;                 /* share of the linear / quadratic fit in the goals */
     int conserve;                /* CSM_CONSERVE_*: what the goal corrections keep (csm_goal_pass) */
+    int volume;                  /* CSM_VOLUME_COUPLED or CSM_VOLUME_SPLIT (solver.volume, resolved) */
+    double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: each cluster incompressible */
+    /* The stiffness of the integrator's springs, for the stages that weigh a cluster's stored
+       energy (the plastic flow's energy guard and its dissipation): spring_modulus > 0, k_c from
+       csm_modulus_stiffness, capped at 1 / h^2 when spring_capped; else alpha / h^2 per unit mass. */
+    double spring_alpha, spring_modulus;
+    int spring_capped;
     int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
     csm_report *report;          /* the simulation's report; NULL in a world made without one */
 } csm_world;

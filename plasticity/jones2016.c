@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h,
+csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h, double scale,
                                  double Fp[9], double *alpha)
 {
     double Fp_inv[9], Fe[9], U[9], s[3], V[9];
@@ -65,6 +65,7 @@ csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, cons
     double gamma = (p->flow_rate * dev - p->yield - p->hardening * alpha_old) / dev; /* Falkenstein Eq 13 */
     if (!(gamma > 0.0)) return CSM_FLOW_ELASTIC;
     if (gamma > 1.0) gamma = 1.0;
+    gamma *= scale;
 
     /* Falkenstein Eq 12 (V^T, see above): row a of V^T F^p scaled by (F*_a)^gamma */
     double Vt_Fp[9], next[9];
@@ -103,6 +104,10 @@ static const csm_param_spec jones2016_params[] = {
                "is not taken"),
     CSM_P_ENUM(csm_flow_params, stress_measure, CSM_STRESS_STRETCH, "stretch|paper",
                "cumulative stress rate (Falkenstein Eq 14): stretch |F^e - R|_F (rotation-free) or paper |F^e - I|_F as printed"),
+    CSM_P_BOOL(csm_flow_params, energy_guard, 1,
+               "a flow step that would raise the cluster's stored elastic energy at fixed positions is halved until it "
+               "does not (at most 12 times, then not taken), so flow only releases energy; false: Falkenstein Eq 12-13 as "
+               "printed"),
     CSM_PARAM_END,
 };
 
@@ -116,26 +121,59 @@ static int jones2016_create(const csm_plugin_cfg *cfg, const csm_world *w, void 
     return 0;
 }
 
-/* After the step's dynamics: every cluster with a volume (rank 3) flows independently. A planar
-   or collinear cluster has no F^e in the missing directions and never flows. */
+/* The guard halves a step at most this often; a step still raising the energy is not taken. */
+#define GUARD_HALVINGS 12
+
+/* Cluster c's flow at the positions x: F from its fit (Falkenstein Eq 3), one step of the flow
+   rule and, with the energy guard, the stored energy before and after at these positions
+   (csm_cluster_stored): a step that raises it is halved until it does not, so that plastic flow
+   only ever releases stored energy. Returns the energy the flow released, with the explicit
+   step's lag (csm_diag.elastic_lag) that the goals' change moves: the energy budget's share. */
+static double flow_cluster(const csm_flow_params *p, csm_world *w, int32_t c, double h, int32_t *skipped)
+{
+    csm_clusters *C = &w->C;
+    csm_fixed_fit fit;
+    csm_cluster_fixed_fit(C, w->P.x, w->P.v, c, &fit);
+    double *Fp = &C->Fp[9 * c], next[9], alpha = C->stress_alpha[c];
+    memcpy(next, Fp, sizeof next);
+    csm_flow_result r = csm_plastic_flow(p, w->svd, fit.F, h, 1.0, next, &alpha);
+    C->stress_alpha[c] = alpha; /* Falkenstein Eq 14 integrates the stress whether or not F^p flows */
+    if (r == CSM_FLOW_SKIPPED) (*skipped)++;
+    if (r != CSM_FLOW_YIELDED) return 0.0;
+    const double *q = &C->q[4 * c];
+    double lag0, lag1, before = csm_cluster_stored(w, c, &fit, Fp, q, h, &lag0);
+    double after = csm_cluster_stored(w, c, &fit, next, q, h, &lag1), scale = 1.0;
+    for (int k = 0; p->energy_guard && !(after + lag1 <= before + lag0) && k < GUARD_HALVINGS; k++) {
+        scale *= 0.5;
+        double a = 0;
+        memcpy(next, Fp, sizeof next);
+        if (csm_plastic_flow(p, w->svd, fit.F, h, scale, next, &a) != CSM_FLOW_YIELDED) return 0.0;
+        after = csm_cluster_stored(w, c, &fit, next, q, h, &lag1);
+    }
+    if (p->energy_guard && !(after + lag1 <= before + lag0)) return 0.0;
+    memcpy(Fp, next, sizeof next);
+    C->flowed[c]++;
+    csm_cluster_width(C, c); /* the strain limit's radius follows the plastic rest shape */
+    double released = (before + lag0) - (after + lag1);
+    return isfinite(released) ? released : 0.0;
+}
+
+/* After the step's dynamics: every cluster with a volume (rank 3) flows independently, those
+   fading out included (under the same guard). A planar or collinear cluster has no F^e in the
+   missing directions and never flows. */
 static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
 {
     (void)err;
     const csm_flow_params *p = state;
-    csm_clusters *C = &w->C;
-    const double *x = w->P.x;
+    const csm_clusters *C = &w->C;
     int32_t k = C->k, skipped = 0;
+    double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static) reduction(+ : skipped)
-    for (int32_t c = 0; c < k; c++) {
-        if (C->rank[c] < 3) continue;
-        double com[3], Axr[9], F[9];
-        csm_cluster_moments(C, x, c, com, Axr);
-        csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
-        csm_flow_result r = csm_plastic_flow(p, w->svd, F, h, &C->Fp[9 * c], &C->stress_alpha[c]);
-        if (r == CSM_FLOW_YIELDED) C->flowed[c]++;
-        if (r == CSM_FLOW_SKIPPED) skipped++;
-    }
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++)
+        for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
+            if (C->rank[c] == 3) part[b] += flow_cluster(p, w, c, h, &skipped);
     w->report->plastic_skipped += skipped;
+    w->report->dissipated[CSM_DISSIPATED_PLASTIC] += csm_block_total(part);
     return 0;
 }
 

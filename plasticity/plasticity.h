@@ -16,6 +16,8 @@ typedef struct csm_flow_params {
     double min_stretch; /* smallest singular value of F^e that still flows */
     double cond_limit;  /* 0, or the largest cond(F^p) a step may flow to */
     int stress_measure; /* CSM_STRESS_*: Falkenstein Eq 14 as printed, |F^e - I|, or |F^e - R|, rotation-free */
+    int energy_guard;   /* 1: a step that would raise the cluster's stored energy at fixed positions is
+                           halved until it does not (jones2016.c); 0: Falkenstein Eq 12-13 as printed */
 } csm_flow_params;
 
 typedef enum csm_flow_result {
@@ -26,9 +28,10 @@ typedef enum csm_flow_result {
 
 /* One step of length h of the flow rule for one cluster whose deformation gradient is F
    (Falkenstein Eq 3): F^e = F (F^p)^-1 (Eq 9), its volume-preserving part F* (Eq 10), the yield test
-   (Falkenstein Eq 11), the flow fraction (Eq 13, clamped to [0, 1]), F^p <- (F*)^gamma V^T F^p (Eq 12) and
-   the cumulative stress alpha (Falkenstein Eq 14). Updates Fp and alpha in place. */
-csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h,
+   (Falkenstein Eq 11), the flow fraction (Eq 13, clamped to [0, 1]) times `scale`,
+   F^p <- (F*)^gamma V^T F^p (Eq 12) and the cumulative stress alpha (Falkenstein Eq 14). Updates Fp and
+   alpha in place. */
+csm_flow_result csm_plastic_flow(const csm_flow_params *p, csm_svd3_fn svd, const double F[9], double h, double scale,
                                  double Fp[9], double *alpha);
 
 #endif

@@ -29,7 +29,7 @@ void csm_implicit_report_gains(csm_world *w, const double *k, double h)
     w->report->gains = st;
 }
 
-void csm_implicit_predict(csm_world *w, double h, double damping, double *scratch, double *y)
+void csm_implicit_predict(csm_world *w, double h, double damping, double viscosity, double *scratch, double *y)
 {
     csm_particles *P = &w->P;
     double *x = P->x, *v = P->v;
@@ -41,6 +41,7 @@ void csm_implicit_predict(csm_world *w, double h, double damping, double *scratc
         for (int d = 0; d < 3; d++) v[3 * i + d] += h * P->force[3 * i + d] * im;
     }
     if (damping > 0) csm_damp_velocities(w, x, v, damping, scratch);
+    csm_viscous_velocities(w, x, v, viscosity, h, scratch);
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < n; i++)
         for (int d = 0; d < 3; d++) y[3 * i + d] = x[3 * i + d] + (P->inv_mass[i] > 0 ? h * v[3 * i + d] : 0.0);

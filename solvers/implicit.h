@@ -11,9 +11,10 @@
 int csm_implicit_check_density(const csm_plugin_cfg *cfg, const csm_world *w, csm_error *err);
 /* The report's gains: min, mean and max of h^2 k_c over the clusters (nothing is clamped). */
 void csm_implicit_report_gains(csm_world *w, const double *k, double h);
-/* v += h f / m, damped towards the clusters' rigid motion (scratch: 9 k doubles), then
-   y = x + h v for free particles and y = x for pinned ones; y may be the positions themselves. */
-void csm_implicit_predict(csm_world *w, double h, double damping, double *scratch, double *y);
+/* v += h f / m, damped towards the clusters' rigid motion and by the viscosity (scratch: 12 k
+   doubles), then y = x + h v for free particles and y = x for pinned ones; y may be the
+   positions themselves. */
+void csm_implicit_predict(csm_world *w, double h, double damping, double viscosity, double *scratch, double *y);
 /* v = (x - x0) / h for the free particles. */
 void csm_implicit_velocities(csm_world *w, const double *x0, double h);
 

@@ -36,7 +36,7 @@
    (alpha 0: no springs; gamma 0: projections onto the goals; iterations 0: no loop, where
    omega is never read). */
 typedef struct step_params {
-    double alpha, modulus, gamma, omega, damping;
+    double alpha, modulus, gamma, omega, damping, viscosity;
     int32_t iterations;
 } step_params;
 
@@ -44,6 +44,10 @@ typedef struct step_params {
     CSM_P_REAL(step_params, damping, 0, 0, 1,                                                      \
                "per step, the fraction of each particle's velocity relative to its clusters' rigid motion " \
                "that is removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)")
+#define VISCOSITY_PARAM                                                                            \
+    CSM_P_REAL(step_params, viscosity, 0, 0, 1e15,                                                 \
+               "material viscosity eta (Pa s): each cluster's strain rate decays at 6 eta V_c / tr A_dd, implicitly, " \
+               "keeping momentum and angular momentum; needs each object's density (0: none)")
 #define ALPHA_PARAM                                                                                \
     CSM_P_REAL(step_params, alpha, 0.5, 0, 1,                                                      \
                "spring gain alpha = h^2 k / m: fraction of the way to the goal per step (Müller 2005)")
@@ -59,6 +63,7 @@ static const csm_param_spec shape_matching_params[] = {
     ALPHA_PARAM,
     MODULUS_PARAM,
     DAMPING_PARAM,
+    VISCOSITY_PARAM,
     CSM_PARAM_END,
 };
 
@@ -66,6 +71,7 @@ static const csm_param_spec pbd_params[] = {
     CSM_P_INT(step_params, iterations, 4, 0, 10000, "Jacobi projections onto the cluster goals per step"),
     OMEGA_PARAM,
     DAMPING_PARAM,
+    VISCOSITY_PARAM,
     CSM_PARAM_END,
 };
 
@@ -77,28 +83,31 @@ static const csm_param_spec strain_limited_params[] = {
     CSM_P_INT(step_params, iterations, 5, 0, 10000, "Jacobi strain-limiting passes per step (Bargteil-Jones: 3-5)"),
     OMEGA_PARAM,
     DAMPING_PARAM,
+    VISCOSITY_PARAM,
     CSM_PARAM_END,
 };
 
 typedef struct cluster_step {
-    double alpha, gamma, omega, damping, modulus;
+    double alpha, gamma, omega, damping, modulus, viscosity;
     int iterations;
     double *x0;      /* [3n] the prediction x^0 */
-    double *scratch; /* [9k] cluster rigid velocities, for damping */
+    double *scratch; /* [12k] cluster rigid velocities (damping) or velocity gradients (viscosity); with
+                        volume split, first the [9k] volume steps */
     double *gain;    /* [k] alpha_c, with a modulus */
     double *frame;   /* [12k] rigid frames at the start of the step, for conserve: angular */
-    int32_t n, k_scratch, k_gain, k_frame; /* sizes the buffers hold; they grow only after reclustering */
+    double *lambda;  /* [k] the volume constraints' multipliers, with volume split */
+    int32_t n, k_scratch, k_gain, k_frame, k_lambda; /* sizes the buffers hold; they grow only after reclustering */
 } cluster_step;
 
 static int step_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     const step_params *p = csm_cfg_params(cfg);
     /* a material modulus sets each cluster's stiffness from its volume m_c / rho */
-    for (int32_t k = 0; k < w->nobjects && p->modulus > 0; k++)
+    for (int32_t k = 0; k < w->nobjects && (p->modulus > 0 || p->viscosity > 0); k++)
         if (w->object_density[k] == 0.0)
             return csm_cfg_fail(cfg, err,
-                                "modulus needs the density of objects[%d], and a points shape encloses no volume "
-                                "(use alpha)", k);
+                                "%s needs the density of objects[%d], and a points shape encloses no volume%s",
+                                p->modulus > 0 ? "modulus" : "viscosity", k, p->modulus > 0 ? " (use alpha)" : "");
     cluster_step *s = calloc(1, sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     s->alpha = p->alpha;
@@ -107,6 +116,7 @@ static int step_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
     s->iterations = p->iterations;
     s->damping = p->damping;
     s->modulus = p->modulus;
+    s->viscosity = p->viscosity;
     *state = s;
     return 0;
 }
@@ -119,6 +129,7 @@ static void step_destroy(void *state)
         free(s->scratch);
         free(s->gain);
         free(s->frame);
+        free(s->lambda);
     }
     free(s);
 }
@@ -139,9 +150,10 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     cluster_step *s = state;
     csm_particles *P = &w->P;
     int32_t n = P->n, k = w->C.k;
-    int project = s->iterations > 0 && s->omega != 0.0;
-    if ((project && grow(&s->x0, &s->n, n, 3, err)) || (s->damping > 0 && grow(&s->scratch, &s->k_scratch, k, 9, err)) ||
-        (s->modulus > 0 && grow(&s->gain, &s->k_gain, k, 1, err)))
+    int project = s->iterations > 0 && s->omega != 0.0, split = w->volume == CSM_VOLUME_SPLIT;
+    if ((project && grow(&s->x0, &s->n, n, 3, err)) ||
+        ((s->damping > 0 || s->viscosity > 0 || split) && grow(&s->scratch, &s->k_scratch, k, 12, err)) ||
+        (s->modulus > 0 && grow(&s->gain, &s->k_gain, k, 1, err)) || (split && grow(&s->lambda, &s->k_lambda, k, 1, err)))
         return -1;
     double *x = P->x, *v = P->v, *g = P->goal;
 
@@ -179,6 +191,7 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
         }
     }
     if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
+    csm_viscous_velocities(w, x, v, s->viscosity, h, s->scratch);
 
     /* Line 3: prediction. */
 #pragma omp parallel for schedule(static)
@@ -186,21 +199,29 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
         if (P->inv_mass[i] == 0.0) continue;
         for (int d = 0; d < 3; d++) x[3 * i + d] += h * v[3 * i + d];
     }
+    if (split) memset(s->lambda, 0, sizeof(double) * (size_t)k);
     /* With omega = 0 every projection leaves x^(j+1) = x^j: there is nothing to run (and
        skipping the fits keeps the clusters' warm-start rotations exactly as shape matching
-       leaves them, so the two integrators stay equal bit for bit). */
-    if (!project) return 0;
+       leaves them, so the two integrators stay equal bit for bit). With volume split the
+       springs hold no volume: one projection of the volume constraints is the whole loop. */
+    if (!project && !split) return 0;
+    int32_t loops = project ? s->iterations : 1;
+    if (!project && grow(&s->x0, &s->n, n, 3, err)) return -1;
 
-    /* Lines 4-7: Jacobi strain-limiting (or, with gamma = 0, PBD) projections. */
+    /* Lines 4-7: Jacobi strain-limiting (or, with gamma = 0, PBD) projections, each followed by
+       one of the volume constraints under volume split. */
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
     double om = s->omega;
-    for (int j = 0; j < s->iterations; j++) {
-        csm_fit_goals_pass(w, x, &jp, g);
+    for (int j = 0; j < loops; j++) {
+        if (project) {
+            csm_fit_goals_pass(w, x, &jp, g);
 #pragma omp parallel for schedule(static)
-        for (int32_t i = 0; i < n; i++) {
-            if (P->inv_mass[i] == 0.0) continue;
-            for (int d = 0; d < 3; d++) x[3 * i + d] = om * g[3 * i + d] + (1.0 - om) * x[3 * i + d];
+            for (int32_t i = 0; i < n; i++) {
+                if (P->inv_mass[i] == 0.0) continue;
+                for (int d = 0; d < 3; d++) x[3 * i + d] = om * g[3 * i + d] + (1.0 - om) * x[3 * i + d];
+            }
         }
+        if (split) csm_volume_project(w, x, h, s->lambda, s->scratch);
     }
     /* Line 9. */
     double inv_h = 1.0 / h;
@@ -230,7 +251,7 @@ static double step_energy(const csm_world *w, void *state, double h, const doubl
 }
 
 const csm_integrator csm_integrator_shape_matching = {
-    .version = 2,
+    .version = 3,
     .name = "shape_matching",
     .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)",
     .params = shape_matching_params,
@@ -238,10 +259,11 @@ const csm_integrator csm_integrator_shape_matching = {
     .step = step,
     .destroy = step_destroy,
     .elastic_energy = step_energy,
+    .projects_volume = 1,
 };
 
 const csm_integrator csm_integrator_pbd = {
-    .version = 2,
+    .version = 3,
     .name = "pbd",
     .summary = "position-based dynamics (Müller et al. 2007): predict, Jacobi projections onto the goals, v from positions",
     .params = pbd_params,
@@ -249,10 +271,11 @@ const csm_integrator csm_integrator_pbd = {
     .step = step,
     .destroy = step_destroy,
     .elastic_energy = step_energy,
+    .projects_volume = 1,
 };
 
 const csm_integrator csm_integrator_strain_limited = {
-    .version = 2,
+    .version = 3,
     .name = "strain_limited",
     .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma",
     .params = strain_limited_params,
@@ -260,4 +283,5 @@ const csm_integrator csm_integrator_strain_limited = {
     .step = step,
     .destroy = step_destroy,
     .elastic_energy = step_energy,
+    .projects_volume = 1,
 };

@@ -45,7 +45,7 @@
 #include <string.h>
 
 typedef struct pd_params {
-    double modulus, tolerance, damping;
+    double modulus, tolerance, damping, viscosity;
     int32_t iterations;
 } pd_params;
 
@@ -60,11 +60,14 @@ static const csm_param_spec pd_table[] = {
                "per step, the fraction of each particle's velocity relative to its clusters' rigid motion that is "
                "removed before the step (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none, implicit Euler's own "
                "dissipation only)"),
+    CSM_P_REAL(pd_params, viscosity, 0, 0, 1e15,
+               "material viscosity eta (Pa s): each cluster's strain rate decays at 6 eta V_c / tr A_dd, implicitly, "
+               "keeping momentum and angular momentum (0: none)"),
     CSM_PARAM_END,
 };
 
 typedef struct pd {
-    double modulus, tolerance, damping;
+    double modulus, tolerance, damping, viscosity;
     int32_t iterations;
     cholmod_common cm;
     cholmod_factor *L;
@@ -74,7 +77,7 @@ typedef struct pd {
     int32_t n, k, m, rows;
     int32_t *row;      /* [n + k] unknown of each particle (-1: pinned) and cluster (-1: no stiffness) */
     double *kc;        /* [k] k_c at the factorisation */
-    double *x0, *y, *prev, *scratch; /* [3n] x(t), the prediction, the last iterate; [9k] damping */
+    double *x0, *y, *prev, *scratch; /* [3n] x(t), the prediction, the last iterate; [12k] damping, viscosity */
     int64_t cap[6];
     int factorisations;
     int timing; /* the report's "factorisation" timing */
@@ -89,6 +92,7 @@ static int pd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state
     s->modulus = p->modulus;
     s->tolerance = p->tolerance;
     s->damping = p->damping;
+    s->viscosity = p->viscosity;
     s->iterations = p->iterations;
     cholmod_start(&s->cm);
     s->cm.print = 0;
@@ -279,13 +283,13 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     if (csm_grow((void **)&s->x0, &s->cap[2], 3 * (int64_t)n, sizeof(double)) ||
         csm_grow((void **)&s->y, &s->cap[3], 3 * (int64_t)n, sizeof(double)) ||
         csm_grow((void **)&s->prev, &s->cap[4], 3 * (int64_t)n, sizeof(double)) ||
-        csm_grow((void **)&s->scratch, &s->cap[5], 9 * (int64_t)C->k, sizeof(double)))
+        csm_grow((void **)&s->scratch, &s->cap[5], 12 * (int64_t)C->k, sizeof(double)))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
     double *x = P->x;
     csm_implicit_report_gains(w, s->kc, h);
     /* y = x + h v + h^2 f / m, the velocity damped first as the explicit integrators damp it */
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
-    csm_implicit_predict(w, h, s->damping, s->scratch, s->y);
+    csm_implicit_predict(w, h, s->damping, s->viscosity, s->scratch, s->y);
 
     /* the start: y, or x(t) when its objective is lower (then the step cannot end above x(t)'s) */
     double gy = objective(s, w, s->y, h), gx = objective(s, w, s->x0, h);
@@ -320,7 +324,7 @@ static double pd_energy(const csm_world *w, void *state, double h, const double 
 }
 
 const csm_integrator csm_integrator_projective_dynamics = {
-    .version = 2,
+    .version = 3,
     .name = "projective_dynamics",
     .summary = "Bouaziz et al. 2014: implicit Euler by local (rotations) / global (one prefactored sparse "
                "Cholesky, cluster centres as unknowns) iterations",

@@ -41,7 +41,7 @@ static void test_flow_keeps_volume(void **state)
         random_matrix(&g, s, F);
         csm_flow_params p = {.yield = 0.3 * csm_rng_uniform(&g), .flow_rate = csm_rng_uniform(&g),
                              .hardening = 0.01 * csm_rng_uniform(&g), .min_stretch = 1e-3, .stress_measure = step & 1};
-        yielded += csm_plastic_flow(&p, csm_svd3_fast, F, STEP, Fp, &alpha) == CSM_FLOW_YIELDED;
+        yielded += csm_plastic_flow(&p, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha) == CSM_FLOW_YIELDED;
         worst = fmax(worst, fabs(csm_m3_det(Fp) - 1.0));
     }
     print_message("%d of 3000 steps flowed\n", yielded);
@@ -63,7 +63,7 @@ static void test_condition_limit_holds(void **state)
         double s[3] = {0.6 + 0.8 * csm_rng_uniform(&g), 0.6 + 0.8 * csm_rng_uniform(&g), 1.0}, F[9], U[9], sv[3], V[9];
         random_matrix(&g, s, F);
         csm_m3_mul(F, Fp, F); /* an elastic deformation on top of the plastic state */
-        csm_flow_result r = csm_plastic_flow(&p, csm_svd3_fast, F, STEP, Fp, &alpha);
+        csm_flow_result r = csm_plastic_flow(&p, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha);
         yielded += r == CSM_FLOW_YIELDED;
         held += r == CSM_FLOW_ELASTIC && deviation(F, Fp) > p.yield;
         csm_svd3_lapacke(Fp, U, sv, V);
@@ -91,7 +91,7 @@ static void test_below_yield_nothing_flows(void **state)
         csm_m3_mul(Fe, Fp0, F);
         memcpy(Fp, Fp0, sizeof Fp);
         assert_true(deviation(F, Fp) < p.yield);
-        assert_int_equal(csm_plastic_flow(&p, csm_svd3_fast, F, STEP, Fp, &alpha), CSM_FLOW_ELASTIC);
+        assert_int_equal(csm_plastic_flow(&p, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha), CSM_FLOW_ELASTIC);
         assert_memory_equal(Fp, Fp0, sizeof Fp);
         assert_true(alpha > 0);
     }
@@ -102,7 +102,7 @@ static void test_below_yield_nothing_flows(void **state)
         for (int a = 0; a < 9; a++) F[a] = scale * Q[a];
         csm_m3_mul(F, Fp0, F);
         memcpy(Fp, Fp0, sizeof Fp);
-        assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, F, STEP, Fp, &alpha), CSM_FLOW_ELASTIC);
+        assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha), CSM_FLOW_ELASTIC);
         assert_memory_equal(Fp, Fp0, sizeof Fp);
     }
 }
@@ -119,7 +119,7 @@ static void test_zero_yield_adopts_deformation(void **state)
     random_matrix(&g, (double[3]){1.6, 0.9, 0.55}, F);
     double Fp[9], alpha = 0;
     csm_m3_identity(Fp);
-    assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, F, STEP, Fp, &alpha), CSM_FLOW_YIELDED);
+    assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha), CSM_FLOW_YIELDED);
     assert_close(deviation(F, Fp), 0.0, 1e-12);
     /* F^e = F (F^p)^-1 = cbrt(det F) R */
     double inv[9], Fe[9], FeFeT[9], d = cbrt(csm_m3_det(F));
@@ -132,7 +132,7 @@ static void test_zero_yield_adopts_deformation(void **state)
     csm_m3_identity(Fp);
     double last = deviation(F, Fp);
     for (int k = 0; k < 60; k++) {
-        csm_plastic_flow(&slow, csm_svd3_fast, F, STEP, Fp, &alpha);
+        csm_plastic_flow(&slow, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha);
         double now = deviation(F, Fp);
         assert_true(now < last || now < 1e-12);
         last = now;
@@ -155,8 +155,8 @@ static void test_hardening_slows_and_stops_flow(void **state)
     int flowed = 0;
     for (int k = 0; k < 600; k++) {
         double before = deviation(F, B);
-        csm_plastic_flow(&soft, csm_svd3_fast, F, STEP, A, &alpha_a);
-        if (csm_plastic_flow(&hard, csm_svd3_fast, F, STEP, B, &alpha_b) == CSM_FLOW_YIELDED) {
+        csm_plastic_flow(&soft, csm_svd3_fast, F, STEP, 1.0, A, &alpha_a);
+        if (csm_plastic_flow(&hard, csm_svd3_fast, F, STEP, 1.0, B, &alpha_b) == CSM_FLOW_YIELDED) {
             flowed++;
             /* relative flow per step, (before - after) / before, falls with alpha */
             double rel = (before - deviation(F, B)) / before;
@@ -170,7 +170,7 @@ static void test_hardening_slows_and_stops_flow(void **state)
     assert_true(deviation(F, B) > 0.1);      /* hardening: stopped well short */
     double stopped = deviation(F, B), Bk[9];
     memcpy(Bk, B, sizeof Bk);
-    assert_int_equal(csm_plastic_flow(&hard, csm_svd3_fast, F, STEP, B, &alpha_b), CSM_FLOW_ELASTIC);
+    assert_int_equal(csm_plastic_flow(&hard, csm_svd3_fast, F, STEP, 1.0, B, &alpha_b), CSM_FLOW_ELASTIC);
     assert_memory_equal(B, Bk, sizeof Bk);
     assert_true(hard.flow_rate * stopped - hard.hardening * alpha_b <= 0);
 }
@@ -188,7 +188,7 @@ static void test_degenerate_deformation_is_skipped(void **state)
         double Fp[9], alpha = 0.25, I[9];
         csm_m3_identity(Fp);
         csm_m3_identity(I);
-        assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, cases[k], STEP, Fp, &alpha), CSM_FLOW_SKIPPED);
+        assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, cases[k], STEP, 1.0, Fp, &alpha), CSM_FLOW_SKIPPED);
         assert_memory_equal(Fp, I, sizeof I);
         assert_true(alpha == 0.25);
     }
@@ -200,12 +200,12 @@ static void test_rotation_alone_accumulates_no_stress(void **state)
     (void)state;
     double R[9] = {0, -1, 0, 1, 0, 0, 0, 0, 1}, Fp[9], alpha = 0; /* a quarter turn about z */
     csm_m3_identity(Fp);
-    for (int k = 0; k < 60; k++) csm_plastic_flow(&perfect, csm_svd3_fast, R, STEP, Fp, &alpha);
+    for (int k = 0; k < 60; k++) csm_plastic_flow(&perfect, csm_svd3_fast, R, STEP, 1.0, Fp, &alpha);
     assert_close(alpha, 0.0, 1e-12);
     csm_flow_params paper = perfect;
     paper.stress_measure = CSM_STRESS_PAPER;
     alpha = 0;
-    for (int k = 0; k < 60; k++) csm_plastic_flow(&paper, csm_svd3_fast, R, STEP, Fp, &alpha);
+    for (int k = 0; k < 60; k++) csm_plastic_flow(&paper, csm_svd3_fast, R, STEP, 1.0, Fp, &alpha);
     assert_close(alpha, 2.0, 1e-9); /* 60 steps of 1/60 s at |R - I| = 2 */
 }
 
@@ -357,28 +357,33 @@ static void test_every_integrator_keeps_a_plastic_set(void **state)
         assert_true(elastic > 0.78); /* the rest length is 0.8, the squash 0.6 */
         assert_true(plastic < 0.72);
     }
-    /* never yielding is no plasticity at all */
-    const char *none[] = {"plasticity.model=none"}, *high[] = {"plasticity.model=jones2016", "plasticity.yield=1e6"};
-    run A, B;
-    run_start(&A, CUBE, none, 1);
-    run_start(&B, CUBE, high, 2);
-    for (int f = 0; f < A.cfg.frames; f++) {
-        run_frame(&A);
-        run_frame(&B);
+    /* never yielding is no plasticity at all, with either goal */
+    static const char *volume[] = {"solver.volume=coupled", "solver.volume=split"};
+    for (int v = 0; v < 2; v++) {
+        const char *none[] = {"plasticity.model=none", volume[v]};
+        const char *high[] = {"plasticity.model=jones2016", "plasticity.yield=1e6", volume[v]};
+        run A, B;
+        run_start(&A, CUBE, none, 2);
+        run_start(&B, CUBE, high, 3);
+        for (int f = 0; f < A.cfg.frames; f++) {
+            run_frame(&A);
+            run_frame(&B);
+        }
+        assert_memory_equal(A.sim.w.P.x, B.sim.w.P.x, sizeof(double) * 3 * (size_t)A.sim.w.P.n);
+        run_stop(&A);
+        run_stop(&B);
     }
-    assert_memory_equal(A.sim.w.P.x, B.sim.w.P.x, sizeof(double) * 3 * (size_t)A.sim.w.P.n);
-    run_stop(&A);
-    run_stop(&B);
 }
 
-/* An inverted cluster is skipped and counted, and the run stays finite. */
+/* An inverted cluster is skipped and counted, and the run stays finite. (Coupled goals: with
+   volume split the volume constraint turns the cluster back out within a step.) */
 static void test_inverted_cluster_is_counted(void **state)
 {
     (void)state;
     const char *sets[] = {"plasticity.model=jones2016", "plasticity.yield=0", "clustering.radius=10", "forces=[]",
-                          "colliders=[]", "solver.alpha=0.05"};
+                          "colliders=[]", "solver.alpha=0.05", "solver.volume=coupled"};
     run R;
-    run_start(&R, CUBE, sets, 6);
+    run_start(&R, CUBE, sets, 7);
     csm_world *w = &R.sim.w;
     assert_int_equal(w->C.k, 1);
     double M[9] = {1, 0, 0, 0, 1, 0, 0, 0, -1}, t[3] = {0, 1, 0}; /* mirrored: det F = -1 */
@@ -389,6 +394,92 @@ static void test_inverted_cluster_is_counted(void **state)
     assert_int_equal(w->report->yielded, 0);
     for (int32_t i = 0; i < 3 * w->P.n; i++) assert_true(isfinite(w->P.x[i]));
     run_stop(&R);
+}
+
+/* Sum over clusters of the stored energy (and the explicit step's lag) at the current positions
+   and velocities, per cluster into e[k]. */
+static void stored_energies(csm_world *w, double h, double *e)
+{
+    for (int32_t c = 0; c < w->C.k; c++) {
+        csm_fixed_fit fit;
+        double lag;
+        csm_cluster_fixed_fit(&w->C, w->P.x, w->P.v, c, &fit);
+        e[c] = csm_cluster_stored(w, c, &fit, &w->C.Fp[9 * c], &w->C.q[4 * c], h, &lag) + lag;
+    }
+}
+
+/* No energy from the flow: at fixed positions and velocities, a flow step with the energy guard
+   never raises any cluster's stored energy (plus the explicit step's lag), for thousands of random
+   deformations F, plastic states F^p and flow parameters, with coupled and split goals, both
+   rotations, and springs from alpha or a modulus; the report's dissipated_plastic is what the
+   clusters lost. Without the guard the coupled goals do gain energy (the flattening of
+   plasticity/jones2016.c), so the check is not empty. */
+static void test_flow_never_raises_stored_energy(void **state)
+{
+    (void)state;
+    static const char *const variants[][3] = {
+        {"solver.volume=coupled", "solver.rotation=polar_f", "solver.alpha=0.4"},
+        {"solver.volume=split", "solver.rotation=polar_f", "solver.alpha=0.4"},
+        {"solver.volume=coupled", "solver.rotation=polar_apq", "solver.modulus=200"},
+        {"solver.volume=split", "solver.rotation=polar_apq", "solver.modulus=200"},
+    };
+    csm_rng g;
+    csm_rng_seed(&g, 20, 1);
+    int flowed = 0, raised_unguarded = 0;
+    for (int v = 0; v < 4; v++)
+        for (int guard = 1; guard >= 0; guard--) {
+            const char *sets[] = {"plasticity.model=jones2016", "forces=[]", "colliders=[]",
+                                  guard ? "plasticity.energy_guard=true" : "plasticity.energy_guard=false",
+                                  variants[v][0], variants[v][1], variants[v][2]};
+            run R;
+            run_start(&R, CUBE, sets, 7);
+            csm_world *w = &R.sim.w;
+            csm_flow_params *p = R.sim.plasticity.state;
+            int32_t k = w->C.k;
+            double h = R.cfg.dt / R.cfg.substeps, *before = malloc(sizeof(double) * 2 * (size_t)k), *after = before + k;
+            for (int trial = 0; trial < 150; trial++) {
+                double sv[3] = {0.6 + 0.9 * csm_rng_uniform(&g), 0.6 + 0.9 * csm_rng_uniform(&g), 0.6 + 0.9 * csm_rng_uniform(&g)};
+                double M[9], t[3] = {0, 0, 0};
+                random_matrix(&g, sv, M);
+                place_affine(w, M, t);
+                for (int32_t i = 0; i < 3 * w->P.n; i++) {
+                    w->P.x[i] += 0.02 * (csm_rng_uniform(&g) - 0.5); /* not quite affine */
+                    w->P.v[i] = guard && trial % 2 ? 0.0 : csm_rng_uniform(&g) - 0.5;
+                }
+                for (int32_t c = 0; c < k; c++) { /* a plastic state of condition up to 4, det 1 */
+                    double a = 1 + 3 * csm_rng_uniform(&g), b = 1 + csm_rng_uniform(&g), sp[3] = {a, b, 1};
+                    double d = cbrt(a * b);
+                    for (int j = 0; j < 3; j++) sp[j] /= d;
+                    random_matrix(&g, sp, &w->C.Fp[9 * c]);
+                    double det = csm_m3_det(&w->C.Fp[9 * c]);
+                    if (det < 0)
+                        for (int j = 0; j < 9; j++) w->C.Fp[9 * c + j] = -w->C.Fp[9 * c + j];
+                }
+                p->yield = 0.3 * csm_rng_uniform(&g);
+                p->flow_rate = 0.2 + 1.8 * csm_rng_uniform(&g);
+                p->hardening = csm_rng_uniform(&g) - 0.5;
+                csm_fit_all(w, w->P.x); /* the rotations' warm starts, as after a step */
+                stored_energies(w, h, before);
+                double dissipated = w->report->dissipated[CSM_DISSIPATED_PLASTIC];
+                csm_error err;
+                assert_int_equal(R.sim.plasticity.apply(w, p, h, &err), 0);
+                stored_energies(w, h, after);
+                double lost = 0;
+                for (int32_t c = 0; c < k; c++) {
+                    flowed += guard && after[c] < before[c];
+                    if (guard) assert_true(after[c] <= before[c]);
+                    else raised_unguarded += after[c] > before[c] * (1 + 1e-9) + 1e-12;
+                    lost += before[c] - after[c];
+                }
+                if (guard)
+                    assert_close(w->report->dissipated[CSM_DISSIPATED_PLASTIC] - dissipated, lost, 1e-9 * (1 + fabs(lost)));
+            }
+            free(before);
+            run_stop(&R);
+        }
+    print_message("%d guarded cluster flows lowered their energy; unguarded, %d raised it\n", flowed, raised_unguarded);
+    assert_true(flowed > 1000);
+    assert_true(raised_unguarded > 0);
 }
 
 int main(void)
@@ -405,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_left_rotations_of_Fp_do_not_change_goals),
         cmocka_unit_test(test_every_integrator_keeps_a_plastic_set),
         cmocka_unit_test(test_inverted_cluster_is_counted),
+        cmocka_unit_test(test_flow_never_raises_stored_energy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

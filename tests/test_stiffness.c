@@ -144,7 +144,7 @@ static void test_elastic_energy_is_in_joules(void **state)
 }
 
 /* The potential of the compress force, 1/2 s sum_i m_i (x_i - c)_x^2 about the centre of mass c.
-   The work /diagnostics/external_work counts for it, a sum over steps of h f . v, is the drop of
+   The work /diagnostics/work_external counts for it, a sum over steps of h f . v, is the drop of
    this potential to the step's error, and the block's energy exceeds what it had plus that work
    by no more than that error. */
 static double squeeze_potential(const csm_particles *P, double s)
@@ -170,20 +170,20 @@ static void squeeze(const char *substeps, double *W, double *drop, double *exces
     csm_diag d;
     csm_diagnostics(&sc.sim, &d);
     double U0 = squeeze_potential(&sc.sim.w.P, 400), E0 = d.kinetic + d.elastic;
-    assert_true(sc.sim.external_work == 0.0 && E0 < 1e-20);
+    assert_true(sc.sim.work_external == 0.0 && E0 < 1e-20);
     csm_error err;
     *excess = 0;
     for (int f = 0; f < sc.sim.cfg->frames; f++) {
         if (csm_sim_frame(&sc.sim, &err)) fail_msg("%s", err.msg);
         csm_diagnostics(&sc.sim, &d);
-        *excess = fmax(*excess, d.kinetic + d.elastic - E0 - sc.sim.external_work);
+        *excess = fmax(*excess, d.kinetic + d.elastic - E0 - sc.sim.work_external);
     }
-    *W = sc.sim.external_work;
+    *W = sc.sim.work_external;
     *drop = U0 - squeeze_potential(&sc.sim.w.P, 400);
     scene_stop(&sc);
 }
 
-static void test_external_work_closes_the_budget(void **state)
+static void test_work_external_closes_the_budget(void **state)
 {
     (void)state;
     double W16, drop16, excess16, W32, drop32, excess32;
@@ -369,7 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sheared_block_stores_material_energy),
         cmocka_unit_test(test_elastic_energy_is_in_joules),
-        cmocka_unit_test(test_external_work_closes_the_budget),
+        cmocka_unit_test(test_work_external_closes_the_budget),
         cmocka_unit_test(test_gains_follow_the_derivation),
         cmocka_unit_test(test_gains_follow_plasticity_and_reclustering),
         cmocka_unit_test(test_modulus_needs_a_density),

@@ -134,7 +134,19 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     rc |= csm_h5_read(log->ds[F_TIME], H5T_NATIVE_DOUBLE, t, 1, &w->time);
     rc |= csm_h5_read(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, t, 1, &frame);
     rc |= csm_h5_read(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
-    rc |= csm_h5_read(log->ds[F_EXTERNAL_WORK], H5T_NATIVE_DOUBLE, t, 1, &sim->external_work);
+    rc |= csm_h5_read(log->ds[F_WORK_EXTERNAL], H5T_NATIVE_DOUBLE, t, 1, &sim->work_external);
+    static const int dissipated[CSM_DISSIPATED_N] = {F_DISSIPATED_DAMPING, F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC};
+    for (int k = 0; k < CSM_DISSIPATED_N; k++)
+        rc |= csm_h5_read(log->ds[dissipated[k]], H5T_NATIVE_DOUBLE, t, 1, &sim->report.dissipated[k]);
+    /* the energy budget's reference is frame 0's energy */
+    static const int energy[4] = {F_KINETIC, F_POTENTIAL, F_ELASTIC, F_ELASTIC_LAG};
+    sim->energy0 = 0;
+    for (int k = 0; k < 4; k++) {
+        double e = 0;
+        rc |= csm_h5_read(log->ds[energy[k]], H5T_NATIVE_DOUBLE, 0, 1, &e);
+        sim->energy0 += e;
+    }
+    sim->have_energy0 = 1;
     rc |= csm_h5_read(log->ds[F_CK_NEXT_ID], H5T_NATIVE_INT32, t, 1, &C->next_id);
     rc |= csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version);
     rc |= csm_h5_read(log->ds[F_OFFSETS], H5T_NATIVE_INT32, (hsize_t)mo[0], hk + 1, C->offset);

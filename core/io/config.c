@@ -139,6 +139,15 @@ const csm_param_spec csm_solver_common_params[] = {
                "what each cluster's goal corrections keep: none (the papers' goals; the strain clamp and polar_f push "
                "the body), linear (their mass-weighted mean removed: momentum), angular (also their rigid rotation "
                "about the start of the step: angular momentum)"),
+    CSM_P_ENUM(csm_config, volume, CSM_VOLUME_AUTO, "auto|coupled|split",
+               "how a cluster holds its volume: coupled (the papers' goals R F^p p, whose springs hold shape and volume "
+               "together; Falkenstein Eq 16), split (shape springs towards the best similarity s R F^p p, volume by "
+               "its own constraint det F = 1 per cluster, projected in the solver's loop), auto (split when "
+               "plasticity is on and the integrator projects volume, else coupled)"),
+    CSM_P_REAL(csm_config, bulk_modulus, 0, 0, 1e15,
+               "with volume split: bulk modulus kappa (Pa) of each cluster's volume term 1/2 kappa V_c (det F - 1)^2, "
+               "projected with compliance 1 / (kappa V_c) (Macklin et al. 2016); 0: the bulk stiffness the coupled "
+               "springs have at F^p = 1 (Poisson's ratio 0; a hard constraint for pbd, which has no springs)"),
     CSM_PARAM_END,
 };
 
@@ -420,7 +429,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     }
     {
         csm_node *rot = csm_node_get(solver, "rotation");
-        static const char *const common[] = {"rotation", "svd", "mode", "beta", "conserve", NULL};
+        static const char *const common[] = {"rotation", "svd", "mode", "beta", "conserve", "volume", "bulk_modulus", NULL};
         if (csm_section_plugin(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))
             goto fail;
@@ -439,7 +448,7 @@ static int load(const char *path, const char *text, const char *const *overrides
             d->key = csm_dupstr("rotation", 8);
             csm_node_append(solver, d);
         }
-        /* svd, mode, beta, conserve: plain values, filled in with their defaults when absent */
+        /* svd, mode, beta, conserve, volume, bulk_modulus: plain values, filled in with their defaults when absent */
         csm_value cv[CSM_MAX_PARAMS] = {{0}};
         for (int k = 0; csm_solver_common_params[k].key; k++) {
             const csm_param_spec *spec = &csm_solver_common_params[k];
@@ -457,6 +466,18 @@ static int load(const char *path, const char *text, const char *const *overrides
             }
         }
         csm_params_fill(csm_solver_common_params, cv, cfg);
+        /* split goals are a similarity of the rigid fit; an integrator must project the volume */
+        const csm_integrator *in = (const csm_integrator *)cfg->integrator.plugin;
+        const char *why = cfg->mode != CSM_MODE_RIGID ? "needs solver.mode: rigid"
+                          : in->version < 3 || !in->projects_volume ? "needs an integrator that projects volume"
+                                                                     : NULL;
+        if (cfg->volume == CSM_VOLUME_SPLIT && why) {
+            char wbuf[512];
+            csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver.volume: split %s (%s does not)",
+                     csm_node_where(csm_node_get(solver, "volume"), wbuf, sizeof wbuf), why,
+                     cfg->mode != CSM_MODE_RIGID ? "the linear and quadratic goals" : in->name);
+            goto fail;
+        }
     }
 
     if (csm_section_plugin(csm_section_node(root, "plasticity", CSM_NODE_MAP), "plasticity",

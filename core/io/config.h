@@ -92,6 +92,8 @@ typedef struct csm_config {
     int mode;                 /* CSM_MODE_* (solver.mode) */
     double beta;              /* solver.beta */
     int conserve;             /* CSM_CONSERVE_* (solver.conserve) */
+    int volume;               /* CSM_VOLUME_* (solver.volume) */
+    double bulk_modulus;      /* solver.bulk_modulus */
     csm_plugin_cfg *forces, *colliders;
     int nforces, ncolliders;
     char *output_path;
@@ -121,7 +123,7 @@ const csm_plugin_head *csm_config_sampling_kinds(int *count);
 const csm_plugin_head *csm_config_sections(int *count);
 
 /* Registered `solver` keys that are not integrator parameters (rotation, svd, mode, beta,
-   conserve). */
+   conserve, volume, bulk_modulus). */
 extern const csm_param_spec csm_solver_common_params[];
 
 /* Format a parameter's default for listings ("0.5", "[0, -9.81, 0]", "rigid"). */

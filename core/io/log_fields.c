@@ -29,7 +29,7 @@ ACCESSOR(d_kinetic, &c->d->kinetic)
 ACCESSOR(d_potential, &c->d->potential)
 ACCESSOR(d_elastic, &c->d->elastic)
 ACCESSOR(d_goal_distance, &c->d->goal_distance)
-ACCESSOR(d_external_work, &c->sim->external_work)
+ACCESSOR(d_work_external, &c->sim->work_external)
 ACCESSOR(d_momentum, c->d->momentum)
 ACCESSOR(d_angular, c->d->angular_momentum)
 ACCESSOR(d_com_all, c->d->center_of_mass)
@@ -40,6 +40,11 @@ ACCESSOR(d_yielded, &c->sim->report.yielded)
 ACCESSOR(d_plastic_skipped, &c->sim->report.plastic_skipped)
 ACCESSOR(d_gain, &c->sim->report.gains.min)
 ACCESSOR(d_gain_clamped, &c->sim->report.gains.clamped)
+ACCESSOR(d_energy_error, &c->d->energy_error)
+ACCESSOR(d_elastic_lag, &c->d->elastic_lag)
+ACCESSOR(d_dissipated_damping, &c->sim->report.dissipated[CSM_DISSIPATED_DAMPING])
+ACCESSOR(d_dissipated_viscosity, &c->sim->report.dissipated[CSM_DISSIPATED_VISCOSITY])
+ACCESSOR(d_dissipated_plastic, &c->sim->report.dissipated[CSM_DISSIPATED_PLASTIC])
 ACCESSOR(d_ck_frame, &c->sim->frame)
 ACCESSOR(d_ck_step, &c->sim->w.step)
 ACCESSOR(d_ck_next_id, &c->sim->w.C.next_id)
@@ -79,7 +84,7 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_R] = FIELD("/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c", 0, OPT_NONE, d_r),
     [F_FP] = FIELD("/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c", 0, OPT_NONE, d_fp),
     [F_ALPHA] = FIELD("/clusters/stress_alpha", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)", 0, OPT_NONE, d_alpha),
-    [F_WIDTH] = FIELD("/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m", "per frame, cluster width w_c = max_i |p_ic| (Bargteil-Jones Eq 5)", 0, OPT_NONE, d_width),
+    [F_WIDTH] = FIELD("/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m", "per frame, cluster width w_c = max_i |F^p_c p_ic| (Bargteil-Jones Eq 5 on the plastic rest shape)", 0, OPT_NONE, d_width),
     [F_ID] = FIELD("/clusters/id", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)", 0, OPT_NONE, d_id),
     [F_STATE] = FIELD("/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE, d_state),
     [F_KINETIC] = FIELD("/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE, d_kinetic),
@@ -88,9 +93,8 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                      "with k_c = alpha_c / h^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
     [F_GOAL_DISTANCE] = FIELD("/diagnostics/goal_distance", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "sum_c sum_i w_ic m_i |x_i - g_ic|^2, the mass-weighted squared distance "
                           "to the goals (what the papers minimise; logs written before elastic_energy was in J held this under that name)", 0, OPT_NONE, d_goal_distance),
-    [F_EXTERNAL_WORK] = FIELD("/diagnostics/external_work", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "work done so far by the forces without a potential (compress, twist, drag), "
-                          "sum over steps of h sum_i f_i . v_i: kinetic + potential + elastic energy stays below its frame-0 value plus this "
-                          "when nothing creates energy", 0, OPT_NONE, d_external_work),
+    [F_WORK_EXTERNAL] = FIELD("/diagnostics/work_external", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "work done so far from outside: by the forces without a potential (compress, twist, drag), "
+                          "sum over steps of h sum_i f_i . v_i, and by the colliders (the kinetic and potential energy their projections changed)", 0, OPT_NONE, d_work_external),
     [F_MOMENTUM] = FIELD("/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE, d_momentum),
     [F_ANGULAR] = FIELD("/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE, d_angular),
     [F_COM_ALL] = FIELD("/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE, d_com_all),
@@ -103,6 +107,13 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                 "(solver.alpha, or from solver.modulus; 0 without springs)", 3, OPT_NONE, d_gain),
     [F_GAIN_CLAMPED] = FIELD("/diagnostics/alpha_clamped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "clusters whose gain from solver.modulus exceeded 1 and was clamped to 1 in the frame's last "
                         "step (the step is too coarse for the modulus)", 0, OPT_NONE, d_gain_clamped),
+    [F_ENERGY_ERROR] = FIELD("/diagnostics/energy_error", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic + potential + elastic energy + elastic_lag - frame 0's - work_external + the dissipated_* sums: "
+                         "energy the simulation created (> 0) or lost without account (< 0)", 0, OPT_NONE, d_energy_error),
+    [F_ELASTIC_LAG] = FIELD("/diagnostics/elastic_lag", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "(h/2) sum_i f_i . v_i of the explicit springs' forces f (0 for xpbd and projective_dynamics): "
+                        "symplectic Euler conserves kinetic + potential + elastic + this to O(h^2), not the plain sum", 0, OPT_NONE, d_elastic_lag),
+    [F_DISSIPATED_DAMPING] = FIELD("/diagnostics/dissipated_damping", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's damping removed so far (Mueller et al. 2007 Sec 3.5)", 0, OPT_NONE, d_dissipated_damping),
+    [F_DISSIPATED_VISCOSITY] = FIELD("/diagnostics/dissipated_viscosity", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's viscosity removed so far", 0, OPT_NONE, d_dissipated_viscosity),
+    [F_DISSIPATED_PLASTIC] = FIELD("/diagnostics/dissipated_plastic", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy the plastic flow released so far, at the positions of each step", 0, OPT_NONE, d_dissipated_plastic),
     [F_CK_FRAME] = FIELD("/checkpoint/frame", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "frames computed when each logged frame was written (logged frames are every output.every-th)", 0, OPT_NONE, d_ck_frame),
     [F_CK_STEP] = FIELD("/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE, d_ck_step),
     [F_CK_NEXT_ID] = FIELD("/checkpoint/next_id", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "id the next added cluster gets", 0, OPT_NONE, d_ck_next_id),

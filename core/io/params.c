@@ -379,8 +379,8 @@ int csm_section_plugin(csm_node *map, const char *path, csm_kind kind,
     for (int k = 0; k < csm_registry_count(kind); k++)
         if (csm_registry_at(kind, k) != p) others[no++] = csm_registry_at(kind, k);
     others[no] = NULL;
-    const char *also[8] = {selector, NULL};
-    for (int k = 0; extra && extra[k] && k < 6; k++) also[k + 1] = extra[k];
+    const char *also[16] = {selector, NULL};
+    for (int k = 0; extra && extra[k] && k < 14; k++) also[k + 1] = extra[k];
     csm_section_ctx sc = {path, p->params, also, others, p->name};
     out->plugin = p;
     out->src = map->src;

@@ -14,7 +14,7 @@ QUANTITY (default: kinetic_energy, angular_momentum):
   NAME.x|y|z        one component of a vector diagnostic (angular_momentum.z)
   energy            kinetic + gravitational potential energy
   total_energy      kinetic + potential + elastic energy (the springs'), and budget: that minus
-                    the work of the forces without a potential (external_work), which never rises
+                    the work of the forces without a potential (work_external), which never rises
                     above its frame-0 value unless the simulation creates energy
   displacement:ID   distance of particle ID from where it was at frame 0
   position:ID.x|y|z one coordinate of particle ID
@@ -47,7 +47,7 @@ def quantity(f, spec):
         e = d["kinetic_energy"][:] + d["potential_energy"][:] + d["elastic_energy"][:]
         if spec == "total_energy":
             return e, "kinetic + potential + elastic energy (J)"
-        return e - d["external_work"][:], "energy − work of the forces without potential (J)"
+        return e - d["work_external"][:], "energy − work of the forces without potential (J)"
     if spec == "clusters":
         return f["clusters/count"][:].astype(float), "clusters"
     if spec.startswith("timing:"):

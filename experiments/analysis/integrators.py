@@ -22,9 +22,9 @@ import csm  # noqa: E402  (runs puts the reader on the path)
 def row(run):
     with csm.open(run.path) as log:
         d = {k: log.diagnostic(k) for k in ("kinetic_energy", "potential_energy", "elastic_energy", "angular_momentum",
-                                            "center_of_mass", "external_work")}
+                                            "center_of_mass", "work_external")}
         e = d["kinetic_energy"] + d["potential_energy"] + np.nan_to_num(d["elastic_energy"])
-        given = e[0] + max(0.0, float(d["external_work"].max()))
+        given = e[0] + max(0.0, float(d["work_external"].max()))
         L = np.linalg.norm(d["angular_momentum"], axis=1)
         return {"scene": log.attrs.get("name", ""), "integrator": log.attrs.get("integrator", ""),
                 "energy": e[-1] / given if given else float("nan"),

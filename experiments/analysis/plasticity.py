@@ -15,7 +15,7 @@ Columns
   energy    largest mechanical energy (kinetic + gravitational, above the lowest potential the
             run reaches) after the release of a `compress` or `twist` force, or over the whole
             run without one, over the energy the body was given: its mechanical energy at frame 0
-            plus the most work the forces without a potential did (/diagnostics/external_work;
+            plus the most work the forces without a potential did (/diagnostics/work_external;
             for a log without it, the compress force's potential 1/2 s sum m (x - c)_axis^2 at
             frame 0 minus at release). Colliders and plastic flow only take energy away, so a
             ratio above 1 is energy the simulation created
@@ -107,8 +107,8 @@ def analyse(path):
         floor = pe.min()
         budget = ke[0] + pe[0] - floor
         start = release or 0
-        if "external_work" in d:
-            budget += max(0.0, float(d["external_work"][:].max()))
+        if "work_external" in d:
+            budget += max(0.0, float(d["work_external"][:].max()))
         elif force:
             obj = int(force.get("object", -1))
             sl = slice(None) if obj < 0 else (f["rest/object"][:] == obj)
