@@ -592,7 +592,20 @@ static void cluster_rigid_velocity(const csm_clusters *C, const double *x, const
 }
 
 /* Müller et al. 2007 Sec 3.5: each velocity pulled towards its clusters' rigid motion. */
-void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch)
+/* The energy a velocity change dv of particle i takes from the explicit step's conserved energy:
+   the kinetic energy it removes, less the share of the lag (csm_diag.elastic_lag) it moves,
+   (h/2) f_i . dv = 1/2 m_i kick_i . dv with kick_i = a (g_i - x_i) the springs' velocity change of
+   the step (none when g is NULL). */
+static double removed_energy(const csm_world *w, int32_t i, const double *v_before, const double *v_after,
+                             const double *g, double a, const double *x)
+{
+    double m = w->P.mass[i], e = 0.5 * m * (csm_v3_dot(v_before, v_before) - csm_v3_dot(v_after, v_after));
+    if (g)
+        for (int d = 0; d < 3; d++) e += 0.5 * m * a * (g[3 * i + d] - x[3 * i + d]) * (v_after[d] - v_before[d]);
+    return e;
+}
+
+void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch, const double *g, double a)
 {
     if (k <= 0) return;
     const csm_clusters *C = &w->C;
@@ -605,7 +618,7 @@ void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, dou
     for (int b = 0; b < CSM_SUM_BLOCKS; b++)
     for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
         if (w->P.inv_mass[i] == 0.0) continue;
-        double before = csm_v3_dot(&v[3 * i], &v[3 * i]);
+        double before[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
         double dv[3] = {0, 0, 0};
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
             int32_t j = C->pmember[s];
@@ -617,7 +630,7 @@ void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, dou
             for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (rv[d] + wr[d] - v[3 * i + d]);
         }
         for (int d = 0; d < 3; d++) v[3 * i + d] += k * dv[d];
-        part[b] += 0.5 * w->P.mass[i] * (before - csm_v3_dot(&v[3 * i], &v[3 * i]));
+        part[b] += removed_energy(w, i, before, &v[3 * i], g, a, x);
     }
     if (w->report) w->report->dissipated[CSM_DISSIPATED_DAMPING] += csm_block_total(part);
 }
@@ -677,7 +690,8 @@ static void viscosity_row(const csm_world *w, const double *x, const double *v, 
     for (int a = 0; a < 9; a++) row[3 + a] = K[a] - W[a];
 }
 
-void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch)
+void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch,
+                            const double *g, double a)
 {
     if (!(eta > 0)) return;
     const csm_clusters *C = &w->C;
@@ -698,9 +712,9 @@ void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta
                 double r0 = x[3 * i] - row[0], r1 = x[3 * i + 1] - row[1], r2 = x[3 * i + 2] - row[2];
                 for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (K[3 * d] * r0 + K[3 * d + 1] * r1 + K[3 * d + 2] * r2);
             }
-            double *vi = &v[3 * i], before = csm_v3_dot(vi, vi);
+            double *vi = &v[3 * i], before[3] = {vi[0], vi[1], vi[2]};
             for (int d = 0; d < 3; d++) vi[d] += dv[d];
-            part[b] += 0.5 * w->P.mass[i] * (before - csm_v3_dot(vi, vi));
+            part[b] += removed_energy(w, i, before, vi, g, a, x);
         }
     }
     if (w->report) w->report->dissipated[CSM_DISSIPATED_VISCOSITY] += csm_block_total(part);

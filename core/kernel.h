@@ -98,9 +98,11 @@ double csm_volume_energy(const csm_world *w, double h);
 
 /* Material viscosity eta (Pa s), implicitly over a step h: each cluster's symmetric velocity
    gradient decays at the rate 6 eta V_c / tr A_dd (kernel.c), without changing its momentum or
-   angular momentum. The kinetic energy removed goes to the report's dissipated[VISCOSITY].
-   scratch holds 12 k doubles. */
-void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch);
+   angular momentum. The energy removed goes to the report's dissipated[VISCOSITY]: the kinetic
+   energy, less the share of the explicit step's lag it moves when the springs gave the step the
+   velocity change a (g - x) (g NULL: none). scratch holds 12 k doubles. */
+void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch,
+                            const double *g, double a);
 
 /* Goal of membership j (particle member[j] in cluster mcluster[j]) from the last fit. */
 static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double g[3])
@@ -125,9 +127,9 @@ static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double 
 /* Velocity damping towards each cluster's rigid motion (Müller et al. 2007, PBD Sec 3.5, with
    the cluster weights w_ic): dv_i = sum_c w_ic (v_cm,c + omega_c x (x_i - xbar_c) - v_i),
    v_i += k dv_i. Conserves linear and angular momentum; k = 0 does nothing, k = 1 makes every
-   cluster move rigidly. `scratch` holds 9 k doubles. The kinetic energy removed goes to the
-   report's dissipated[DAMPING]. */
-void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch);
+   cluster move rigidly. `scratch` holds 9 k doubles. The energy removed goes to the report's
+   dissipated[DAMPING], counted as csm_viscous_velocities counts it (g, a). */
+void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch, const double *g, double a);
 
 /* Sums that parallel loops make, the same bits for any thread count: [0, count) is cut into
    CSM_SUM_BLOCKS fixed blocks, the loop runs over blocks, each block adds its items in order into

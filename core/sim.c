@@ -230,12 +230,17 @@ static int apply_stage(csm_stage *st, csm_world *w, double h, csm_error *err)
     return st->apply ? st->apply(w, st->state, h, err) : 0;
 }
 
-/* Kinetic energy plus the forces' potentials: what a collider's projection of positions and
-   velocities changes (the elastic energy it changes too is left to the budget's error). */
-static double mechanical_energy(const csm_sim *sim)
+static void elastic_parts(csm_sim *sim, csm_diag *d);
+
+/* Kinetic, potential and stored energy (with the explicit step's lag), refitting the clusters:
+   what a collider's projection of positions and velocities changes. */
+static double mechanical_energy(csm_sim *sim)
 {
     const csm_particles *P = &sim->w.P;
-    double e = 0;
+    csm_diag d;
+    csm_fit_all(&sim->w, P->x);
+    elastic_parts(sim, &d);
+    double e = isfinite(d.elastic + d.elastic_lag) ? d.elastic + d.elastic_lag : 0.0;
     for (int32_t i = 0; i < P->n; i++) e += 0.5 * P->mass[i] * csm_v3_dot(&P->v[3 * i], &P->v[3 * i]);
     for (int k = 0; k < sim->nforces; k++)
         if (sim->forces[k].potential) e += sim->forces[k].potential(&sim->w, sim->forces[k].state);
@@ -358,6 +363,46 @@ void csm_sim_logged(csm_sim *sim)
     memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }
 
+/* The goal distances and strains of the last fit, and the energy the integrator's springs and
+   the volume terms store with the explicit step's lag, into d. */
+static void elastic_parts(csm_sim *sim, csm_diag *d)
+{
+    csm_world *w = &sim->w;
+    const csm_particles *P = &w->P;
+    const csm_clusters *C = &w->C;
+    d->goal_distance = d->max_strain = 0;
+    /* per cluster: sum w m |x - g|^2, then sum w m (g - x) . v */
+    double *dist = csm_grow((void **)&sim->distance, &sim->distance_cap, 2 * (int64_t)C->k, sizeof(double)) ? NULL
+                                                                                                     : sim->distance;
+    double *dot = dist ? dist + C->k : NULL;
+    if (dist) memset(dist, 0, sizeof *dist * 2 * (size_t)C->k);
+    for (int32_t j = 0; j < C->m; j++) {
+        double g[3];
+        csm_membership_goal(C, j, g);
+        const double *x = &P->x[3 * C->member[j]];
+        double e[3] = {x[0] - g[0], x[1] - g[1], x[2] - g[2]};
+        double e2 = csm_v3_dot(e, e);
+        d->goal_distance += C->wmass[j] * e2;
+        if (dist) {
+            dist[C->mcluster[j]] += C->wmass[j] * e2;
+            dot[C->mcluster[j]] -= C->wmass[j] * csm_v3_dot(e, &P->v[3 * C->member[j]]);
+        }
+        double width = C->width[C->mcluster[j]];
+        if (width > 0) {
+            double beta = sqrt(e2) / width; /* Bargteil-Jones Eq 4 */
+            if (beta > d->max_strain) d->max_strain = beta;
+        }
+    }
+    const csm_integrator *in = sim->integrator;
+    double h = sim->cfg->dt / sim->cfg->substeps;
+    int springs = in->version >= 2 && in->elastic_energy && dist;
+    d->volume_energy = csm_volume_energy(w, h);
+    d->elastic = springs ? in->elastic_energy(w, sim->integrator_state, h, dist) + d->volume_energy : NAN;
+    /* (h/2) sum_i f_i . v_i = h sum_c 1/2 k_c sum w m (g - x) . v: the integrator's energy is linear in
+       its per-cluster sums */
+    d->elastic_lag = !w->spring_capped ? 0.0 : springs ? h * in->elastic_energy(w, sim->integrator_state, h, dot) : NAN;
+}
+
 void csm_diagnostics(csm_sim *sim, csm_diag *d)
 {
     double start = csm_now();
@@ -382,28 +427,6 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     for (int k = 0; k < 3; k++) d->center_of_mass[k] /= M > 0 ? M : 1;
     for (int k = 0; k < sim->nforces; k++)
         if (sim->forces[k].potential) d->potential += sim->forces[k].potential(w, sim->forces[k].state);
-    /* per cluster: sum w m |x - g|^2, then sum w m (g - x) . v */
-    double *dist = csm_grow((void **)&sim->distance, &sim->distance_cap, 2 * (int64_t)C->k, sizeof(double)) ? NULL
-                                                                                                     : sim->distance;
-    double *dot = dist ? dist + C->k : NULL;
-    if (dist) memset(dist, 0, sizeof *dist * 2 * (size_t)C->k);
-    for (int32_t j = 0; j < C->m; j++) {
-        double g[3];
-        csm_membership_goal(C, j, g);
-        const double *x = &P->x[3 * C->member[j]];
-        double e[3] = {x[0] - g[0], x[1] - g[1], x[2] - g[2]};
-        double e2 = csm_v3_dot(e, e);
-        d->goal_distance += C->wmass[j] * e2;
-        if (dist) {
-            dist[C->mcluster[j]] += C->wmass[j] * e2;
-            dot[C->mcluster[j]] -= C->wmass[j] * csm_v3_dot(e, &P->v[3 * C->member[j]]);
-        }
-        double width = C->width[C->mcluster[j]];
-        if (width > 0) {
-            double beta = sqrt(e2) / width; /* Bargteil-Jones Eq 4 */
-            if (beta > d->max_strain) d->max_strain = beta;
-        }
-    }
     double det_sum = 0;
     d->max_cond_Fp = C->k ? 1.0 : 0.0;
     for (int32_t c = 0; c < C->k; c++) {
@@ -414,14 +437,7 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         if (cond > d->max_cond_Fp) d->max_cond_Fp = cond;
     }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
-    const csm_integrator *in = sim->integrator;
-    double h = sim->cfg->dt / sim->cfg->substeps;
-    int springs = in->version >= 2 && in->elastic_energy && dist;
-    d->volume_energy = csm_volume_energy(w, h);
-    d->elastic = springs ? in->elastic_energy(w, sim->integrator_state, h, dist) + d->volume_energy : NAN;
-    /* (h/2) sum_i f_i . v_i = h sum_c 1/2 k_c sum w m (g - x) . v: the integrator's energy is linear in
-       its per-cluster sums */
-    d->elastic_lag = !w->spring_capped ? 0.0 : springs ? h * in->elastic_energy(w, sim->integrator_state, h, dot) : NAN;
+    elastic_parts(sim, d);
     double energy = d->kinetic + d->potential + d->elastic + d->elastic_lag;
     if (!sim->have_energy0) {
         sim->energy0 = energy;

@@ -40,8 +40,8 @@ void csm_implicit_predict(csm_world *w, double h, double damping, double viscosi
         if (im == 0.0) continue;
         for (int d = 0; d < 3; d++) v[3 * i + d] += h * P->force[3 * i + d] * im;
     }
-    if (damping > 0) csm_damp_velocities(w, x, v, damping, scratch);
-    csm_viscous_velocities(w, x, v, viscosity, h, scratch);
+    if (damping > 0) csm_damp_velocities(w, x, v, damping, scratch, NULL, 0.0);
+    csm_viscous_velocities(w, x, v, viscosity, h, scratch, NULL, 0.0);
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < n; i++)
         for (int d = 0; d < 3; d++) y[3 * i + d] = x[3 * i + d] + (P->inv_mass[i] > 0 ? h * v[3 * i + d] : 0.0);

@@ -190,8 +190,9 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
             v[3 * i + d] += dv;
         }
     }
-    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch);
-    csm_viscous_velocities(w, x, v, s->viscosity, h, s->scratch);
+    const double *kick = spring ? g : NULL; /* the springs' velocity change a (g - x), for the energy budget */
+    if (s->damping > 0) csm_damp_velocities(w, x, v, s->damping, s->scratch, kick, a);
+    csm_viscous_velocities(w, x, v, s->viscosity, h, s->scratch, kick, a);
 
     /* Line 3: prediction. */
 #pragma omp parallel for schedule(static)

@@ -90,11 +90,11 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_KINETIC] = FIELD("/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE, d_kinetic),
     [F_POTENTIAL] = FIELD("/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE, d_potential),
     [F_ELASTIC] = FIELD("/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "energy the integrator's springs store, sum_c 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 "
-                     "with k_c = alpha_c / h^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
+                     "with k_c = alpha_c / h^2, plus the split volume terms 1/2 kappa_c V_c (det F_c - 1)^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
     [F_GOAL_DISTANCE] = FIELD("/diagnostics/goal_distance", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "sum_c sum_i w_ic m_i |x_i - g_ic|^2, the mass-weighted squared distance "
                           "to the goals (what the papers minimise; logs written before elastic_energy was in J held this under that name)", 0, OPT_NONE, d_goal_distance),
     [F_WORK_EXTERNAL] = FIELD("/diagnostics/work_external", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "work done so far from outside: by the forces without a potential (compress, twist, drag), "
-                          "sum over steps of h sum_i f_i . v_i, and by the colliders (the kinetic and potential energy their projections changed)", 0, OPT_NONE, d_work_external),
+                          "sum over steps of h sum_i f_i . v_i, and by the colliders (the kinetic, potential and stored energy their projections changed)", 0, OPT_NONE, d_work_external),
     [F_MOMENTUM] = FIELD("/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE, d_momentum),
     [F_ANGULAR] = FIELD("/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE, d_angular),
     [F_COM_ALL] = FIELD("/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE, d_com_all),

@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,37 @@ static void print_plasticity(hid_t f)
     free(volume);
     free(yielded);
     free(skipped);
+}
+
+/* The energy budget: the worst /diagnostics/energy_error, created (> 0) and lost without account
+   (< 0), relative to the energy given (the most kinetic + elastic + lag energy held plus the most
+   work done from outside). Silent for logs without it. */
+static void print_energy(hid_t f)
+{
+    static const char *const names[] = {"/diagnostics/energy_error", "/diagnostics/kinetic_energy",
+                                        "/diagnostics/elastic_energy", "/diagnostics/elastic_lag",
+                                        "/diagnostics/work_external"};
+    double *v[5] = {NULL};
+    int64_t T = -1, ok = 1;
+    for (int k = 0; k < 5; k++) {
+        int64_t n = csm_h5_read_all(f, names[k], H5T_NATIVE_DOUBLE, (void **)&v[k]);
+        ok &= n > 0 && (T < 0 || n == T);
+        T = n;
+    }
+    if (ok) {
+        double held = 0, work = 0, hi = 0, lo = 0;
+        for (int64_t t = 0; t < T; t++) {
+            held = fmax(held, v[1][t] + v[2][t] + v[3][t]);
+            work = fmax(work, fabs(v[4][t]));
+            hi = fmax(hi, v[0][t]);
+            lo = fmin(lo, v[0][t]);
+        }
+        double given = held + work;
+        if (given > 0 && isfinite(given))
+            printf("  %-14s energy_error at most %+.3g %% created, %+.3g %% lost without account, of %.4g J given\n",
+                   "energy budget", 100 * hi / given, 100 * lo / given, given);
+    }
+    for (int k = 0; k < 5; k++) free(v[k]);
 }
 
 /* The spring gains: the modulus and conserve setting, the range of alpha_c over the run (frame
@@ -204,6 +236,7 @@ int csm_cmd_info(int argc, char **argv)
         free(width);
     }
     print_plasticity(f);
+    print_energy(f);
     int64_t Tt = csm_h5_read_all(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
     if (Tt > 1) {
         /* frame 0 is the initial state: no step was timed */
