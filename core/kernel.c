@@ -591,7 +591,6 @@ static void cluster_rigid_velocity(const csm_clusters *C, const double *x, const
     memcpy(&out[6], com, sizeof com);
 }
 
-/* Müller et al. 2007 Sec 3.5: each velocity pulled towards its clusters' rigid motion. */
 /* The energy a velocity change dv of particle i takes from the explicit step's conserved energy:
    the kinetic energy it removes, less the share of the lag (csm_diag.elastic_lag) it moves,
    (h/2) f_i . dv = 1/2 m_i kick_i . dv with kick_i = a (g_i - x_i) the springs' velocity change of
@@ -605,6 +604,7 @@ static double removed_energy(const csm_world *w, int32_t i, const double *v_befo
     return e;
 }
 
+/* Müller et al. 2007 Sec 3.5: each velocity pulled towards its clusters' rigid motion. */
 void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch, const double *g, double a)
 {
     if (k <= 0) return;
