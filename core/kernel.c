@@ -739,17 +739,32 @@ static double volume_compliance(const csm_world *w, int32_t c, double h)
     return kV > 0 ? 1.0 / (kV * h * h) : 0.0;
 }
 
-double csm_volume_energy(const csm_world *w, double h)
+/* 1/2 kappa_c V_c (J - 1)^2, cluster c's volume energy at det F = J (0 when coupled, for a
+   cluster without a volume, and for a hard constraint). */
+static double volume_energy(const csm_world *w, int32_t c, double J, double h)
 {
     const csm_clusters *C = &w->C;
-    if (w->volume != CSM_VOLUME_SPLIT) return 0.0;
+    if (w->volume != CSM_VOLUME_SPLIT || C->rank[c] < 3 || !(C->mass[c] > 0) || !(cluster_density(w, c) > 0))
+        return 0.0;
+    double compliance = volume_compliance(w, c, h);
+    return compliance > 0 ? 0.5 * (J - 1) * (J - 1) / (compliance * h * h) : 0.0;
+}
+
+double csm_volume_energy(const csm_world *w, double h)
+{
     double e = 0;
-    for (int32_t c = 0; c < C->k; c++) {
-        if (C->rank[c] < 3 || !(C->mass[c] > 0) || !(cluster_density(w, c) > 0)) continue;
-        double compliance = volume_compliance(w, c, h), J = csm_m3_det(&C->F[9 * c]);
-        if (compliance > 0) e += 0.5 * (J - 1) * (J - 1) / (compliance * h * h);
-    }
+    for (int32_t c = 0; c < w->C.k; c++) e += volume_energy(w, c, csm_m3_det(&w->C.F[9 * c]), h);
     return e;
+}
+
+double csm_cluster_energy(const csm_world *w, int32_t c, const double *x, const double *v, double h)
+{
+    const csm_clusters *C = &w->C;
+    csm_fixed_fit fit;
+    double lag;
+    csm_cluster_fixed_fit(C, x, v, c, &fit);
+    double e = csm_cluster_stored(w, c, &fit, &C->Fp[9 * c], &C->q[4 * c], h, &lag) + lag;
+    return e + volume_energy(w, c, csm_m3_det(fit.F), h);
 }
 
 /* Cluster c's step of the volume constraint C_c = det F - 1 (F = A_xr A_rr^-1, Falkenstein Eq 3;

@@ -95,6 +95,10 @@ void csm_volume_project(csm_world *w, double *x, double h, double *lambda, doubl
 /* The energy the volume terms store at the last fit, sum_c 1/2 kappa_c V_c (det F_c - 1)^2 for
    steps of length h (0 when coupled; a hard constraint stores none). */
 double csm_volume_energy(const csm_world *w, double h);
+/* Cluster c's whole stored energy at positions x and velocities v: its springs'
+   (csm_cluster_stored, rigid-mode goals) with the explicit step's lag, and its split volume term.
+   Changes nothing in the clusters. */
+double csm_cluster_energy(const csm_world *w, int32_t c, const double *x, const double *v, double h);
 
 /* Material viscosity eta (Pa s), implicitly over a step h: each cluster's symmetric velocity
    gradient decays at the rate 6 eta V_c / tr A_dd (kernel.c), without changing its momentum or

@@ -215,6 +215,8 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->colliders);
     free(sim->distance);
     free(sim->work_force);
+    free(sim->collider_before);
+    free(sim->touched);
     free(sim->force_before);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
@@ -230,21 +232,37 @@ static int apply_stage(csm_stage *st, csm_world *w, double h, csm_error *err)
     return st->apply ? st->apply(w, st->state, h, err) : 0;
 }
 
-static void elastic_parts(csm_sim *sim, csm_diag *d);
-
-/* Kinetic, potential and stored energy (with the explicit step's lag), refitting the clusters:
-   what a collider's projection of positions and velocities changes. */
-static double mechanical_energy(csm_sim *sim)
+static double potentials(const csm_sim *sim)
 {
-    const csm_particles *P = &sim->w.P;
-    csm_diag d;
-    csm_fit_all(&sim->w, P->x);
-    elastic_parts(sim, &d);
-    double e = isfinite(d.elastic + d.elastic_lag) ? d.elastic + d.elastic_lag : 0.0;
-    for (int32_t i = 0; i < P->n; i++) e += 0.5 * P->mass[i] * csm_v3_dot(&P->v[3 * i], &P->v[3 * i]);
+    double e = 0;
     for (int k = 0; k < sim->nforces; k++)
         if (sim->forces[k].potential) e += sim->forces[k].potential(&sim->w, sim->forces[k].state);
     return e;
+}
+
+/* The work of the step's colliders: the kinetic energy of the particles they moved or stopped,
+   the stored energy of the clusters those particles are in (csm_cluster_energy, before and
+   after: x and v as the integrator left them are in before[6n]), and the forces' potentials
+   (U0 before). Only the clusters a collider touched are refitted, on their own, so the
+   accounting changes nothing the next step sees. */
+static double collider_work(csm_sim *sim, const double *before, double U0, double h)
+{
+    csm_world *w = &sim->w;
+    const csm_particles *P = &w->P;
+    const csm_clusters *C = &w->C;
+    int32_t n = P->n;
+    const double *xb = before, *vb = before + 3 * (size_t)n;
+    memset(sim->touched, 0, (size_t)C->k);
+    double work = potentials(sim) - U0;
+    for (int32_t i = 0; i < n; i++) {
+        if (memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) == 0 && memcmp(&P->v[3 * i], &vb[3 * i], 3 * sizeof *vb) == 0)
+            continue;
+        work += 0.5 * P->mass[i] * (csm_v3_dot(&P->v[3 * i], &P->v[3 * i]) - csm_v3_dot(&vb[3 * i], &vb[3 * i]));
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) sim->touched[C->mcluster[C->pmember[s]]] = 1;
+    }
+    for (int32_t c = 0; c < C->k; c++)
+        if (sim->touched[c]) work += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+    return isfinite(work) ? work : 0.0;
 }
 
 int csm_sim_step(csm_sim *sim, double h, csm_error *err)
@@ -277,10 +295,18 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) power += sim->work_force[a] * w->P.v[a];
         sim->work_external += h * power;
     }
-    double before = sim->ncolliders ? mechanical_energy(sim) : 0.0;
+    double U0 = 0;
+    if (sim->ncolliders) {
+        if (csm_grow((void **)&sim->collider_before, &sim->work_cap[2], 6 * (int64_t)n, sizeof(double)) ||
+            csm_grow((void **)&sim->touched, &sim->work_cap[3], w->C.k, 1))
+            return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+        memcpy(sim->collider_before, w->P.x, bytes);
+        memcpy(sim->collider_before + 3 * (size_t)n, w->P.v, bytes);
+        U0 = potentials(sim);
+    }
     for (int k = 0; k < sim->ncolliders; k++)
         if (apply_stage(&sim->colliders[k], w, h, err)) return -1;
-    if (sim->ncolliders) sim->work_external += mechanical_energy(sim) - before;
+    if (sim->ncolliders) sim->work_external += collider_work(sim, sim->collider_before, U0, h);
     double t1 = csm_now();
     if (apply_stage(&sim->plasticity, w, h, err)) return -1;
     double t2 = csm_now();

@@ -35,14 +35,16 @@ typedef struct csm_sim {
     int64_t distance_cap;
     /* The work done on the bodies from outside, summed over the steps: by the forces that have no
        potential (compress, twist, drag), h sum_i f_i . v_i with v the velocity the integrator
-       leaves (the power of the force over the step), and by the colliders, the kinetic and
-       potential energy their projections change. With the potentials of the other forces and
+       leaves (the power of the force over the step), and by the colliders, the kinetic,
+       potential and stored energy their projections change. With the potentials of the other forces and
        the dissipation (report.dissipated) it closes the energy budget (csm_diag.energy_error). */
     double work_external;
     double energy0;              /* kinetic + potential + elastic energy of frame 0 (J) */
     int have_energy0;
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
-    int64_t work_cap[2];
+    double *collider_before;           /* [6n] x and v before the colliders, for their work */
+    unsigned char *touched;            /* [k] clusters the colliders moved a particle of */
+    int64_t work_cap[4];
 } csm_sim;
 
 /* Build particles from the objects, cluster them, create every plugin. */
