@@ -107,6 +107,10 @@ double csm_cluster_energy(const csm_world *w, int32_t c, const double *x, const 
    velocity change a (g - x) (g NULL: none). scratch holds 12 k doubles. */
 void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta, double h, double *scratch,
                             const double *g, double a);
+/* The doc of the `viscosity` parameter every integrator takes (csm_viscous_velocities). */
+#define CSM_VISCOSITY_DOC                                                                                              \
+    "material viscosity eta (Pa s): each cluster's strain rate decays at 6 eta V_c / tr A_dd, implicitly, keeping "    \
+    "momentum and angular momentum; needs each object's density (0: none)"
 
 /* Goal of membership j (particle member[j] in cluster mcluster[j]) from the last fit. */
 static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double g[3])

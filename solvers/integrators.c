@@ -3,11 +3,16 @@
      1  g = goals(0)                                        (skipped when no cluster has a gain)
      2  v* = v + alpha (g - x) / h + h f / m
         v* += damping towards each cluster's rigid motion    (Müller et al. 2007, Sec 3.5)
+        v* += viscosity: each cluster's strain rate decays   (csm_viscous_velocities)
      3  x^0 = x + h v*
      4  for j < iterations:                                  (Jacobi)
      5      g = goals(gamma)                                 (Bargteil-Jones Algorithm 2, the shared kernel)
      6      x^(j+1) = omega g + (1 - omega) x^j
+            volume split: one pass of the clusters' det F = 1 constraints (csm_volume_project)
      9  v = v* + (x^iterations - x^0) / h
+
+   Under solver.volume: split the goals of lines 1 and 5 hold shape only, so the volume pass runs
+   even without projections (shape_matching: once after line 3).
 
    Line 9 is Bargteil-Jones Algorithm 1's v = (x(t+h) - x(t)) / h rewritten with x^0 = x(t) + h v*: the same
    number in exact arithmetic, without cancellation far from the origin, and when the loop does
@@ -45,9 +50,7 @@ typedef struct step_params {
                "per step, the fraction of each particle's velocity relative to its clusters' rigid motion " \
                "that is removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)")
 #define VISCOSITY_PARAM                                                                            \
-    CSM_P_REAL(step_params, viscosity, 0, 0, 1e15,                                                 \
-               "material viscosity eta (Pa s): each cluster's strain rate decays at 6 eta V_c / tr A_dd, implicitly, " \
-               "keeping momentum and angular momentum; needs each object's density (0: none)")
+    CSM_P_REAL(step_params, viscosity, 0, 0, 1e15, CSM_VISCOSITY_DOC)
 #define ALPHA_PARAM                                                                                \
     CSM_P_REAL(step_params, alpha, 0.5, 0, 1,                                                      \
                "spring gain alpha = h^2 k / m: fraction of the way to the goal per step (Müller 2005)")

@@ -60,9 +60,7 @@ static const csm_param_spec pd_table[] = {
                "per step, the fraction of each particle's velocity relative to its clusters' rigid motion that is "
                "removed before the step (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none, implicit Euler's own "
                "dissipation only)"),
-    CSM_P_REAL(pd_params, viscosity, 0, 0, 1e15,
-               "material viscosity eta (Pa s): each cluster's strain rate decays at 6 eta V_c / tr A_dd, implicitly, "
-               "keeping momentum and angular momentum (0: none)"),
+    CSM_P_REAL(pd_params, viscosity, 0, 0, 1e15, CSM_VISCOSITY_DOC),
     CSM_PARAM_END,
 };
 

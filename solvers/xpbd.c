@@ -47,9 +47,7 @@ static const csm_param_spec xpbd_table[] = {
     CSM_P_REAL(xpbd_params, damping, 0, 0, 1,
                "per step, the fraction of each particle's velocity relative to its clusters' rigid motion that is "
                "removed (Müller et al. 2007 Sec 3.5; keeps momentum; 0: none)"),
-    CSM_P_REAL(xpbd_params, viscosity, 0, 0, 1e15,
-               "material viscosity eta (Pa s): each cluster's strain rate decays at 6 eta V_c / tr A_dd, implicitly, "
-               "keeping momentum and angular momentum (0: none)"),
+    CSM_P_REAL(xpbd_params, viscosity, 0, 0, 1e15, CSM_VISCOSITY_DOC),
     CSM_PARAM_END,
 };
 
