@@ -224,7 +224,7 @@ typedef struct csm_world {
     double beta;                 /* share of the linear / quadratic fit in the goals */
     int conserve;                /* CSM_CONSERVE_*: what the goal corrections keep (csm_goal_pass) */
     int volume;                  /* CSM_VOLUME_COUPLED or CSM_VOLUME_SPLIT (solver.volume, resolved) */
-    double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: each cluster incompressible */
+    double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (kernel.c) */
     /* The stiffness of the integrator's springs, for the stages that weigh a cluster's stored
        energy (the plastic flow's energy guard and its dissipation): spring_modulus > 0, k_c from
        csm_modulus_stiffness, capped at 1 / h^2 when spring_capped; else alpha / h^2 per unit mass. */

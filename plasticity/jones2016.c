@@ -20,9 +20,9 @@
    On top, the energy guard (energy_guard, default on) halves a flow step until it does not raise
    the cluster's stored energy, with the explicit step's lag (csm_diag.elastic_lag), at the
    step's positions and velocities; what the flow releases is /diagnostics/dissipated_plastic.
-   Measured on beam_compress_embedded.yaml over 4 s: coupled goals without the guard create
-   116 J (dissipated_plastic -116 J, energy 1.46 of the work given); split goals with the guard
-   release 38 J and hold 0.82 of it. `cond_limit` bounds the anisotropy F^p may reach, the way
+   Measured on beam_compress_embedded.yaml over 4 s without viscosity: coupled goals, guarded on
+   the stored energy alone, create 116 J through the lag (dissipated_plastic -116 J, energy 1.46 of
+   the work given); split goals with this guard release 38 J and hold 0.82 of the work. `cond_limit` bounds the anisotropy F^p may reach, the way
    Falkenstein's reclustering bounds it by replacing clusters; by default there is no limit.
 
    The rotation from F^e (Falkenstein Eq 15) and the goals R F^p p + x-bar (Eq 16) are in the shared kernel,
@@ -110,9 +110,9 @@ static const csm_param_spec jones2016_params[] = {
     CSM_P_ENUM(csm_flow_params, stress_measure, CSM_STRESS_STRETCH, "stretch|paper",
                "cumulative stress rate (Falkenstein Eq 14): stretch |F^e - R|_F (rotation-free) or paper |F^e - I|_F as printed"),
     CSM_P_BOOL(csm_flow_params, energy_guard, 1,
-               "a flow step that would raise the cluster's stored elastic energy at fixed positions is halved until it "
-               "does not (at most 12 times, then not taken), so flow only releases energy; false: Falkenstein Eq 12-13 as "
-               "printed"),
+               "a flow step that would raise the cluster's stored elastic energy (with the explicit step's lag) at the "
+               "step's positions and velocities is halved until it does not (at most 12 times, then not taken), so flow "
+               "only releases energy; false: Falkenstein Eq 12-13 as printed"),
     CSM_PARAM_END,
 };
 
