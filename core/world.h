@@ -139,6 +139,7 @@ typedef struct csm_recluster_event {
     double embedding_energy;      /* Falkenstein Eq 21 sum at the end of the embedding; NaN when none ran */
     int32_t embedding_iterations; /* 0 when none ran */
     double linear_energy;         /* Falkenstein Eq 21 sum of the linear embedding of the same set, when compared; else NaN */
+    int32_t embedding_capped;     /* 1 when embedding_iterations, not the tolerance, stopped the embedding */
 } csm_recluster_event;
 
 /* The spring gains alpha_c an integrator used in its last step: min, mean and max over clusters,
@@ -177,6 +178,7 @@ enum {
 typedef struct csm_report {
     int32_t frame;               /* the frame being computed (frames completed + 1) */
     double dissipated[CSM_DISSIPATED_N]; /* J, cumulative over the run (not reset per frame) */
+    double recluster_energy;     /* J, cumulative: stored energy reclustering's weight changes added (< 0: released) */
     int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
     int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
     csm_gain_stats gains;        /* the spring gains alpha_c of the last step (integrators with alpha) */

@@ -1,6 +1,7 @@
 /* `embedded` (Falkenstein 2017 Sec 3.2): a new cluster is placed in a locally embedded, stress-
    free space (Falkenstein Eq 21-23) by the fuzzy c-means update with every other centre held. */
 #include "clustering.h"
+#include "csm_math.h"
 #include "engine.h"
 #include "grow.h"
 
@@ -10,12 +11,13 @@
 
 enum { EMBEDDING_NONLINEAR, EMBEDDING_LINEAR };
 enum { MEMBERS_FROM_SEED_CLUSTERS, MEMBERS_FROM_EMBEDDING_SET };
+enum { MEMBERSHIP_FUZZY_CMEANS, MEMBERSHIP_KERNEL };
 
 typedef struct embedded_params {
     csm_rc_common_params common;
-    int embedding, compare_linear, members_from;
+    int embedding, compare_linear, members_from, membership;
     int32_t embedding_iterations, optimization_iterations;
-    double embedding_tolerance, m, threshold, optimization_tolerance;
+    double embedding_tolerance, m, threshold, optimization_tolerance, kernel_radius;
 } embedded_params;
 
 static const csm_param_spec embedded_table[] = {
@@ -23,7 +25,9 @@ static const csm_param_spec embedded_table[] = {
     CSM_P_ENUM(embedded_params, embedding, EMBEDDING_NONLINEAR, "nonlinear|linear",
                "embedded space: nonlinear (Eq 21 with rotations, Jacobi) or linear (Jones 2014, rotations ignored, "
                "LAPACKE)"),
-    CSM_P_INT(embedded_params, embedding_iterations, 20, 1, 1e6, "Jacobi sweeps of the nonlinear embedding at most"),
+    CSM_P_INT(embedded_params, embedding_iterations, 1000, 1, 1e6,
+              "Jacobi sweeps of the nonlinear embedding at most: a cap, not the stopping rule (embedding_tolerance "
+              "is); an addition that reaches it is logged with embedding_capped 1"),
     CSM_P_REAL(embedded_params, embedding_tolerance, 1e-8, 0, 1,
                "stop when a sweep's squared change is this fraction of the first's"),
     CSM_P_BOOL(embedded_params, compare_linear, 0,
@@ -38,6 +42,13 @@ static const csm_param_spec embedded_table[] = {
     CSM_P_ENUM(embedded_params, members_from, MEMBERS_FROM_SEED_CLUSTERS, "seed_clusters|embedding_set",
                "who may join a new cluster: seed_clusters (members of the clusters it replaces) or embedding_set "
                "(all of P_e, Falkenstein Eq 23)"),
+    CSM_P_ENUM(embedded_params, membership, MEMBERSHIP_FUZZY_CMEANS, "fuzzy_cmeans|kernel",
+               "how a new cluster takes its members in embedded space: fuzzy_cmeans (Falkenstein Sec 3.2.2, every other "
+               "centre held) or kernel (every particle of P_e within kernel_radius of a mean-shift centre, weighted "
+               "(1 - r^2/R^2)^3, so new clusters are as large as the first ones)"),
+    CSM_P_REAL(embedded_params, kernel_radius, 0, 0, 1e6,
+               "m: radius R of the kernel membership (0: the radius of a ball with the initial clusters' mean squared "
+               "member distance, sqrt(5/3 mean |p|^2))"),
     CSM_PARAM_END,
 };
 
@@ -52,6 +63,65 @@ static int fcm_reserve(csm_rc_engine *e, int32_t np, int32_t k)
                    csm_grow((void **)&e->u, &e->cap_u, (int64_t)np * k, sizeof *e->u)
                ? -1
                : 0;
+}
+
+/* The kernel membership: every particle of P_e within R of a centre c in embedded space, with
+   base weight b_i K_i, K_i = (1 - |e_i - c|^2 / R^2)^3 and b_i the particle's mean base weight in
+   its live clusters (so at its centre the new cluster weighs like a typical one). The centre
+   starts at the seed and moves by mean shift to the mass-weighted mean of e_i, each particle
+   weighted by the share s_i = b_i K_i / (L_i + b_i K_i) the new cluster would take of it, L_i the
+   base weights of its clusters not being removed: the centre drifts into the hole the removed
+   clusters leave rather than onto well covered particles. It stops when the centre moves less
+   than `optimization_tolerance` R. The seed always joins, with K at least that of 0.9 R, so it
+   is left in a cluster. */
+static void kernel_members(csm_rc_engine *e, const csm_world *w, int32_t seed)
+{
+    const csm_clusters *C = &w->C;
+    const csm_embedding *E = &e->emb;
+    double R2 = e->kernel_radius * e->kernel_radius, centre[3];
+    memcpy(centre, &E->e[3 * seed], sizeof centre);
+    for (int32_t a = 0; a < E->np; a++) { /* b_i, then L_i, per particle of P_e */
+        int32_t i = E->particle[a];
+        double live = 0;
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+            int32_t j = C->pmember[s];
+            if (C->state[C->mcluster[j]] != CSM_CLUSTER_FADING_OUT) live += C->wbase[j];
+        }
+        e->masses[a] = csm_rc_mean_live_weight(C, i);
+        e->u[a] = live;
+    }
+    for (int32_t it = 0; it < e->optimization_iterations; it++) {
+        double sum[3] = {0, 0, 0}, total = 0;
+        for (int32_t a = 0; a < E->np; a++) {
+            int32_t i = E->particle[a];
+            const double *ei = &E->e[3 * i];
+            double d[3] = {ei[0] - centre[0], ei[1] - centre[1], ei[2] - centre[2]}, r2 = csm_v3_dot(d, d);
+            if (!(r2 < R2)) continue;
+            double K = (1 - r2 / R2) * (1 - r2 / R2) * (1 - r2 / R2), k = e->masses[a] * K;
+            double share = w->P.mass[i] * k / (e->u[a] + k);
+            for (int c = 0; c < 3; c++) sum[c] += share * ei[c];
+            total += share;
+        }
+        if (!(total > 0)) break; /* nothing within R: the centre stays */
+        double next[3] = {sum[0] / total, sum[1] / total, sum[2] / total};
+        double d[3] = {next[0] - centre[0], next[1] - centre[1], next[2] - centre[2]};
+        memcpy(centre, next, sizeof centre);
+        if (csm_v3_dot(d, d) <= e->optimization_tolerance * e->optimization_tolerance * R2) break;
+    }
+    const double Kmin = (1 - 0.81) * (1 - 0.81) * (1 - 0.81);
+    e->nnew = 0;
+    for (int32_t a = 0; a < E->np; a++) {
+        int32_t i = E->particle[a];
+        const double *ei = &E->e[3 * i];
+        double d[3] = {ei[0] - centre[0], ei[1] - centre[1], ei[2] - centre[2]}, r2 = csm_v3_dot(d, d);
+        double K = r2 < R2 ? (1 - r2 / R2) * (1 - r2 / R2) * (1 - r2 / R2) : 0;
+        if (i == seed) K = fmax(K, Kmin);
+        if (!(K > 0)) continue;
+        e->new_member[e->nnew] = i; /* increasing ids, as P_e */
+        e->new_wbase[e->nnew] = e->masses[a] * K;
+        memcpy(&e->new_p[3 * e->nnew], ei, 3 * sizeof(double)); /* rest shape from embedded space */
+        e->nnew++;
+    }
 }
 
 /* Sec 3.2.2, "Embedding Optimization" and "Cluster Optimization". */
@@ -73,8 +143,10 @@ static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recl
             return csm_fail(err, CSM_EXIT_FAILURE, "linear embedding around particle %d failed (LAPACKE dposv)", seed);
         ev->embedding_iterations = 1;
     } else {
+        int converged;
         ev->embedding_iterations = csm_embed_nonlinear(E, C, w->svd, e->embedding_iterations, e->embedding_tolerance,
-                                                       &ev->embedding_energy);
+                                                       &ev->embedding_energy, &converged);
+        ev->embedding_capped = !converged;
     }
     w->report->timings.seconds[CSM_TIMING_EMBEDDING] += csm_now() - t0;
 
@@ -85,6 +157,10 @@ static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recl
     int32_t np = E->np, k = E->nc + 1;
     if (fcm_reserve(e, np, k) || csm_rc_new_reserve(e, np))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the cluster optimisation");
+    if (e->kernel_membership) {
+        kernel_members(e, w, seed);
+        return 0;
+    }
     memset(e->eligible, !e->from_seed_clusters, (size_t)np);
     if (e->from_seed_clusters)
         for (int32_t s = C->poff[seed]; s < C->poff[seed + 1]; s++) {
@@ -139,6 +215,15 @@ static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recl
     return 0;
 }
 
+/* sqrt(5/3 <|p|^2>) over every membership of the clusters: the radius of a uniform ball with the
+   clusters' mean squared member distance from their centres. */
+static double initial_radius(const csm_clusters *C)
+{
+    double sum = 0;
+    for (int32_t j = 0; j < C->m; j++) sum += csm_v3_dot(&C->p[3 * j], &C->p[3 * j]);
+    return C->m > 0 ? sqrt(5.0 / 3.0 * sum / C->m) : 0;
+}
+
 static int embedded_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     csm_rc_engine *e;
@@ -154,6 +239,8 @@ static int embedded_create(const csm_plugin_cfg *cfg, const csm_world *w, void *
     e->optimization_iterations = p->optimization_iterations;
     e->optimization_tolerance = p->optimization_tolerance;
     e->from_seed_clusters = p->members_from == MEMBERS_FROM_SEED_CLUSTERS;
+    e->kernel_membership = p->membership == MEMBERSHIP_KERNEL;
+    e->kernel_radius = p->kernel_radius > 0 ? p->kernel_radius : initial_radius(&w->C);
     *state = e;
     return 0;
 }

@@ -166,10 +166,11 @@ double csm_embedding_energy(csm_embedding *E, const csm_clusters *C, csm_svd3_fn
 /* Falkenstein Eq 21 minimised by Jacobi sweeps: every cluster fitted, then every particle of P_e
    moved to the mean of its goals. */
 int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
-                        double tolerance, double *energy)
+                        double tolerance, double *energy, int *converged)
 {
     double first = 0;
     int it = 0;
+    *converged = 0;
     while (it < max_iterations) {
         fit_all(E, C, svd);
         /* Jacobi: every particle moves to the w m weighted mean of its goals in C_e, the exact
@@ -186,7 +187,7 @@ int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd
                 acc[3] += C->wmass[j];
             }
         }
-        double change = 0;
+        double change = 0, size = 0;
         for (int32_t b = 0; b < E->np; b++) {
             const double *acc = &E->acc[4 * b];
             if (!(acc[3] > 0)) continue; /* only in weightless memberships: stays */
@@ -194,14 +195,16 @@ int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd
             for (int d = 0; d < 3; d++) {
                 double v = acc[d] / acc[3];
                 change += (v - ei[d]) * (v - ei[d]);
+                size += v * v;
                 ei[d] = v;
             }
         }
         it++;
         /* Falkenstein Sec 3.2.2: converged when the squared change is 1e-8 of the first one */
         if (it == 1) first = change;
-        else if (change <= tolerance * first) break;
-        if (first == 0) break; /* already stress-free */
+        else if (change <= tolerance * first) *converged = 1;
+        if (change <= 1e-28 * size) *converged = 1; /* moves at round-off: already stress-free */
+        if (*converged) break;
     }
     *energy = csm_embedding_energy(E, C, svd);
     return it;

@@ -47,10 +47,11 @@ double csm_embedding_energy(csm_embedding *E, const csm_clusters *C, csm_svd3_fn
    weighted mean of its goals R_c F^p_c p_ic + e_c. Each sweep minimises E exactly over the
    rotations and centres and then over the particles, so E never rises. Stops after
    max_iterations, or once a sweep's sum of squared position changes is at most `tolerance`
-   times the first sweep's (the paper: 20 and 1e-8). Returns the sweeps taken; E at the end goes
-   to *energy. */
+   times the first sweep's (Falkenstein Sec 3.2.2: 1e-8, with twenty sweeps "more than
+   sufficient"; the bent beams need 60 to 140). Returns the sweeps taken; E at the end goes to
+   *energy, and *converged is 1 when the tolerance stopped the sweeps, 0 when max_iterations did. */
 int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
-                        double tolerance, double *energy);
+                        double tolerance, double *energy, int *converged);
 
 /* Jones et al. 2014's linearisation (Falkenstein Sec 3.2.2): Eq 21 with the rotations left out,
    sum w_ic m_i |F^p_c p_ic - (e_i - e_c)|^2, a weighted graph Laplacian system in the np + nc

@@ -2,6 +2,7 @@
 
 #include "csm_math.h"
 #include "grow.h"
+#include "kernel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -149,7 +150,7 @@ static int orphan(int32_t i, csm_error *err)
 static int add_cluster(csm_rc_engine *e, csm_world *w, int32_t seed, csm_error *err)
 {
     csm_clusters *C = &w->C;
-    csm_recluster_event ev = {0, 0, CSM_EVENT_ADDED, 0, seed, 0, 1.0, NAN, 0, NAN};
+    csm_recluster_event ev = {0, 0, CSM_EVENT_ADDED, 0, seed, 0, 1.0, NAN, 0, NAN, 0};
     if (C->k >= e->max_clusters)
         return csm_fail(err, CSM_EXIT_FAILURE,
                         "reclustering wants more than max_clusters = %d clusters at t = %g s: runaway "
@@ -171,10 +172,29 @@ static int add_cluster(csm_rc_engine *e, csm_world *w, int32_t seed, csm_error *
     return 0;
 }
 
+/* Every cluster's stored energy at the step's positions: reclustering's share of the energy
+   budget is its change across a pass that moves weights. */
+static double stored_energy(const csm_world *w, double h)
+{
+    double sum = 0;
+    for (int32_t c = 0; c < w->C.k; c++) sum += csm_cluster_energy(w, c, w->P.x, w->P.v, h);
+    return sum;
+}
+
+static int apply(csm_rc_engine *e, csm_world *w, double h, double *before, csm_error *err);
+
 int csm_rc_engine_apply(csm_world *w, void *state, double h, csm_error *err)
 {
-    (void)h;
-    csm_rc_engine *e = state;
+    double before = NAN;
+    int rc = apply(state, w, h, &before, err);
+    if (rc == 0 && !isnan(before) && w->report) w->report->recluster_energy += stored_energy(w, h) - before;
+    return rc;
+}
+
+/* The pass; *before is set to the stored energy just before the first weight changes, and left
+   NaN when none change. */
+static int apply(csm_rc_engine *e, csm_world *w, double h, double *before, csm_error *err)
+{
     csm_clusters *C = &w->C;
     if (reserve_scratch(e, C)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering");
 
@@ -191,16 +211,21 @@ int csm_rc_engine_apply(csm_world *w, void *state, double h, csm_error *err)
         if (!(cond > e->cond_max)) continue;
         C->state[c] = CSM_CLUSTER_FADING_OUT;
         C->fade[c] = 0;
-        csm_recluster_event ev = {0, 0, CSM_EVENT_REMOVED, C->id[c], -1, C->offset[c + 1] - C->offset[c], cond, NAN, 0, NAN};
+        csm_recluster_event ev = {0, 0, CSM_EVENT_REMOVED, C->id[c], -1, C->offset[c + 1] - C->offset[c], cond, NAN, 0, NAN, 0};
         if (csm_world_event(w, ev)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for reclustering events");
     }
 
     /* Sec 3.2.2: particles about to be left without a cluster seed new ones, in particle order;
        a particle a new cluster took in is no longer a candidate. */
-    for (int32_t i = 0; i < w->P.n; i++)
-        if (is_candidate(e, C, i) && add_cluster(e, w, i, err)) return -1;
+    for (int32_t i = 0; i < w->P.n; i++) {
+        if (!is_candidate(e, C, i)) continue;
+        if (isnan(*before)) *before = stored_energy(w, h);
+        if (add_cluster(e, w, i, err)) return -1;
+    }
 
     /* Weights of every particle in a fading cluster change; fades that are complete end. */
+    for (int32_t c = 0; c < C->k && isnan(*before); c++)
+        if (C->state[c] != CSM_CLUSTER_ACTIVE) *before = stored_energy(w, h);
     int any_drop = 0;
     for (int32_t c = 0; c < C->k; c++) {
         e->flag[c] = 0;

@@ -65,6 +65,8 @@ struct csm_rc_engine {
     double m, threshold, optimization_tolerance;
     int32_t optimization_iterations;
     int from_seed_clusters;  /* only members of the seed's clusters may join a new one */
+    int kernel_membership;   /* members by a fixed-radius kernel about a mean-shift centre, not fuzzy c-means */
+    double kernel_radius;    /* its radius in embedded space, m */
     csm_embedding emb;
     double *points, *masses, *centres, *u;
     unsigned char *eligible; /* [np] may join the new cluster */

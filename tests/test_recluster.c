@@ -127,6 +127,48 @@ static void test_plastic_bar_invariants(void **state)
     run_stop(&R);
 }
 
+/* What a reclustering pass changes in the stored energy at fixed positions is what the report's
+   recluster_energy adds, pass by pass, for both memberships of new clusters. */
+static void test_recluster_energy_accounted(void **state)
+{
+    (void)state;
+    for (int kernel = 0; kernel < 2; kernel++) {
+        const char *sets[] = {"recluster.method=embedded", kernel ? "recluster.membership=kernel" : "recluster.membership=fuzzy_cmeans",
+                              "recluster.fade_out=6", "recluster.fade_in=3", "plasticity.model=none"};
+        run R;
+        run_start(&R, BAR, sets, 5);
+        csm_world *w = &R.sim.w;
+        double h = R.sim.cfg->dt / R.sim.cfg->substeps, mean = (double)w->C.m / w->C.k;
+        run_frame(&R); /* something stored to account for */
+        int32_t marked[] = {0, 3, 5};
+        for (int a = 0; a < 3; a++) distort(&w->C, marked[a]);
+        int added = 0, smallest = w->C.m;
+        double moved = 0;
+        for (int pass = 0; pass < 8; pass++) {
+            double before = 0, after = 0, reported = w->report->recluster_energy;
+            for (int32_t c = 0; c < w->C.k; c++) before += csm_cluster_energy(w, c, w->P.x, w->P.v, h);
+            csm_error err = {0};
+            int32_t events = w->report->nevents;
+            assert_int_equal(R.sim.recluster.apply(w, R.sim.recluster.state, h, &err), 0);
+            for (int32_t c = 0; c < w->C.k; c++) after += csm_cluster_energy(w, c, w->P.x, w->P.v, h);
+            double change = w->report->recluster_energy - reported;
+            if (!(fabs(change - (after - before)) <= 1e-9 * (fabs(before) + fabs(after))))
+                fail_msg("pass %d: recluster_energy moved %.17g, the stored energy %.17g", pass, change, after - before);
+            moved += fabs(change);
+            check_partition(w);
+            for (int32_t e = events; e < w->report->nevents; e++)
+                if (w->report->events[e].kind == CSM_EVENT_ADDED) {
+                    added++;
+                    if (w->report->events[e].members < smallest) smallest = w->report->events[e].members;
+                }
+        }
+        assert_true(added >= 1 && moved > 0);
+        print_message("%s: %d added, smallest %d members (first clusters: %.1f on average), |recluster_energy| moved %.3g J\n",
+                      kernel ? "kernel" : "fuzzy_cmeans", added, smallest, mean, moved);
+        run_stop(&R);
+    }
+}
+
 /* The bar's positions rotated rigidly by Q, and every cluster's F^p a different rotation P_c (the
    left rotations the flow rule leaves in F^p): R_c = Q P_c^T maps each plastic rest shape onto
    the world exactly, so Falkenstein Eq 21 has a zero minimum. */
@@ -164,15 +206,17 @@ static void test_embedding_zero_residual(void **state)
     double scale = rest_scale(&w->C);
     assert_true(csm_embedding_energy(&E, &w->C, csm_svd3_lapacke) < 1e-24 * scale);
     double energy;
-    csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &energy);
+    int converged;
+    csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &energy, &converged);
     assert_true(energy < 1e-24 * scale);
+    assert_int_equal(converged, 1);
     /* from a perturbed start every Jacobi sweep lowers Falkenstein Eq 21 (block coordinate descent) and the
        sweeps go back to zero */
     for (int32_t a = 0; a < E.np; a++)
         for (int d = 0; d < 3; d++) E.e[3 * E.particle[a] + d] += 0.02 * (2 * csm_rng_uniform(&g) - 1);
     double start = csm_embedding_energy(&E, &w->C, csm_svd3_lapacke), last = start;
     for (int it = 0; it < 400; it++) {
-        csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 1, 1e-8, &energy);
+        csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 1, 1e-8, &energy, &converged);
         if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale)) fail_msg("sweep %d raised Falkenstein Eq 21 from %g to %g", it, last, energy);
         last = energy;
     }
@@ -194,10 +238,11 @@ static void test_nonlinear_below_linear(void **state)
     csm_world *w = &R.sim.w;
     csm_embedding E = {0};
     double linear, nonlinear;
+    int converged;
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 7), 0);
     assert_int_equal(csm_embed_linear(&E, &w->C, csm_svd3_lapacke, 7, &linear), 0);
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 7), 0);
-    csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &nonlinear);
+    csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &nonlinear, &converged);
     double scale = rest_scale(&w->C);
     print_message("Falkenstein Eq 21 on the rotated bar: linear %.3g, nonlinear %.3g (of sum w m |p|^2 = %.3g)\n", linear,
                   nonlinear, scale);
@@ -311,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_fade_embedded),
         cmocka_unit_test(test_fade_world_space),
         cmocka_unit_test(test_plastic_bar_invariants),
+        cmocka_unit_test(test_recluster_energy_accounted),
         cmocka_unit_test(test_embedding_zero_residual),
         cmocka_unit_test(test_nonlinear_below_linear),
         cmocka_unit_test(test_deterministic),

@@ -39,6 +39,8 @@ for name, frames in (("plastic", 121), ("elastic", 241)):
         else:  # with shape and volume split, the lambda = 0.1 beam's clusters stay below cond_max = 2
             check(added == removed == 0 and cond < 2, f"{name}: nothing to recluster below cond_max ({cond:.3g})")
         check(bool((ev["embedding_iterations"][ev["kind"] == b"added"] >= 1).all()), f"{name}: every addition ran the embedding")
+        capped = int(ev["embedding_capped"].sum())
+        check(capped == 0, f"{name}: every embedding reached its tolerance before its cap ({capped} capped)")
         d = f["diagnostics"]
         W, err = float(d["work_external"][:].max()), float(d["energy_error"][:].max())
         if name == "plastic":

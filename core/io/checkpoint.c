@@ -138,6 +138,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     static const int dissipated[CSM_DISSIPATED_N] = {F_DISSIPATED_DAMPING, F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC};
     for (int k = 0; k < CSM_DISSIPATED_N; k++)
         rc |= csm_h5_read(log->ds[dissipated[k]], H5T_NATIVE_DOUBLE, t, 1, &sim->report.dissipated[k]);
+    rc |= csm_h5_read(log->ds[F_RECLUSTER_ENERGY], H5T_NATIVE_DOUBLE, t, 1, &sim->report.recluster_energy);
     /* the energy budget's reference is frame 0's energy */
     static const int energy[4] = {F_KINETIC, F_POTENTIAL, F_ELASTIC, F_ELASTIC_LAG};
     sim->energy0 = 0;

@@ -84,6 +84,7 @@ hid_t csm_log_event_type(void)
     H5Tinsert(t, "embedding_energy", HOFFSET(event_row, embedding_energy), H5T_NATIVE_DOUBLE);
     H5Tinsert(t, "embedding_iterations", HOFFSET(event_row, embedding_iterations), H5T_NATIVE_INT32);
     H5Tinsert(t, "linear_energy", HOFFSET(event_row, linear_energy), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "embedding_capped", HOFFSET(event_row, embedding_capped), H5T_NATIVE_INT32);
     H5Tclose(kind);
     return t;
 }
@@ -103,11 +104,12 @@ static int create_events(csm_log *log)
                     "condition number that triggered a removal; embedding_energy the Falkenstein Eq 21 sum (terms "
                     "weighted by w_ic m_i) at the "
                     "end of the embedding (NaN when none ran), embedding_iterations its Jacobi iterations, and "
-                    "linear_energy the same sum for the linear embedding of the same set (NaN unless compared)");
+                    "linear_energy the same sum for the linear embedding of the same set (NaN unless compared); "
+                    "embedding_capped 1 when the embedding stopped at its iteration cap before its tolerance");
     if (log->events >= 0) /* a compound: the units of each field */
         csm_h5_attr_string(log->events, "units",
                     "frame: 1, time: s, kind: 1, cluster: 1, seed: 1, members: 1, cond_Fp: 1, embedding_energy: kg m^2, "
-                    "embedding_iterations: 1, linear_energy: kg m^2");
+                    "embedding_iterations: 1, linear_energy: kg m^2, embedding_capped: 1");
     H5Pclose(lcpl);
     H5Pclose(dcpl);
     H5Sclose(space);
@@ -122,7 +124,8 @@ static int write_events(csm_log *log, const csm_report *w)
     for (int32_t e = 0; e < w->nevents; e++) {
         const csm_recluster_event *ev = &w->events[e];
         rows[e] = (event_row){ev->frame, ev->time, {0}, ev->cluster, ev->seed, ev->members,
-                              ev->cond_Fp, ev->embedding_energy, ev->embedding_iterations, ev->linear_energy};
+                              ev->cond_Fp, ev->embedding_energy, ev->embedding_iterations, ev->linear_energy,
+                              ev->embedding_capped};
         strcpy(rows[e].kind, ev->kind == CSM_EVENT_ADDED ? "added" : "removed");
     }
     hid_t space = H5Dget_space(log->events);

@@ -45,6 +45,7 @@ ACCESSOR(d_elastic_lag, &c->d->elastic_lag)
 ACCESSOR(d_dissipated_damping, &c->sim->report.dissipated[CSM_DISSIPATED_DAMPING])
 ACCESSOR(d_dissipated_viscosity, &c->sim->report.dissipated[CSM_DISSIPATED_VISCOSITY])
 ACCESSOR(d_dissipated_plastic, &c->sim->report.dissipated[CSM_DISSIPATED_PLASTIC])
+ACCESSOR(d_recluster_energy, &c->sim->report.recluster_energy)
 ACCESSOR(d_ck_frame, &c->sim->frame)
 ACCESSOR(d_ck_step, &c->sim->w.step)
 ACCESSOR(d_ck_next_id, &c->sim->w.C.next_id)
@@ -114,6 +115,8 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_DISSIPATED_DAMPING] = FIELD("/diagnostics/dissipated_damping", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's damping removed so far (Mueller et al. 2007 Sec 3.5)", 0, OPT_NONE, d_dissipated_damping),
     [F_DISSIPATED_VISCOSITY] = FIELD("/diagnostics/dissipated_viscosity", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's viscosity removed so far", 0, OPT_NONE, d_dissipated_viscosity),
     [F_DISSIPATED_PLASTIC] = FIELD("/diagnostics/dissipated_plastic", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy the plastic flow released so far, at the positions of each step", 0, OPT_NONE, d_dissipated_plastic),
+    [F_RECLUSTER_ENERGY] = FIELD("/diagnostics/recluster_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy reclustering's fades, additions and removals added so far (< 0: released), "
+                             "at the positions of each step; part of energy_error, not of the dissipated sums", 0, OPT_NONE, d_recluster_energy),
     [F_CK_FRAME] = FIELD("/checkpoint/frame", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "frames computed when each logged frame was written (logged frames are every output.every-th)", 0, OPT_NONE, d_ck_frame),
     [F_CK_STEP] = FIELD("/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE, d_ck_step),
     [F_CK_NEXT_ID] = FIELD("/checkpoint/next_id", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "id the next added cluster gets", 0, OPT_NONE, d_ck_next_id),

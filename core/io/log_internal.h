@@ -62,7 +62,7 @@ enum {
     F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_GOAL_DISTANCE, F_WORK_EXTERNAL, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED, F_ENERGY_ERROR, F_ELASTIC_LAG, F_DISSIPATED_DAMPING,
-    F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC,
+    F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC, F_RECLUSTER_ENERGY,
     F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD,
     F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
     F_RV_QMEAN, F_RV_AQQ,
@@ -133,6 +133,7 @@ typedef struct event_row {
     double cond_Fp, embedding_energy;
     int32_t embedding_iterations;
     double linear_energy;
+    int32_t embedding_capped;
 } event_row;
 
 /* A version's data as byte ranges, each appended to a dataset. */

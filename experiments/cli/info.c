@@ -109,6 +109,43 @@ static void print_energy(hid_t f)
                    "energy budget", 100 * hi / given, 100 * lo / given, given);
     }
     for (int k = 0; k < 5; k++) free(v[k]);
+    double *moved = NULL;
+    int64_t n = csm_h5_read_all(f, "/diagnostics/recluster_energy", H5T_NATIVE_DOUBLE, (void **)&moved);
+    if (n > 0 && moved[n - 1] != 0)
+        printf("  %-14s reclustering's weight changes %s %.4g J of stored energy (/diagnostics/recluster_energy)\n", "",
+               moved[n - 1] > 0 ? "added" : "released", fabs(moved[n - 1]));
+    free(moved);
+}
+
+/* Reclustering events: removals, additions, and additions whose embedding stopped at its cap. */
+static void print_recluster(hid_t f)
+{
+    if (H5Lexists(f, "/recluster/events", H5P_DEFAULT) <= 0) return;
+    hid_t d = H5Dopen2(f, "/recluster/events", H5P_DEFAULT);
+    if (d < 0) return;
+    hid_t space = H5Dget_space(d);
+    hssize_t rows = H5Sget_simple_extent_npoints(space);
+    H5Sclose(space);
+    typedef struct { char kind[8]; int32_t capped; } row;
+    row *r = rows > 0 ? calloc((size_t)rows, sizeof *r) : NULL;
+    hid_t kind = H5Tcopy(H5T_C_S1);
+    H5Tset_size(kind, sizeof r->kind);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(row));
+    H5Tinsert(t, "kind", HOFFSET(row, kind), kind);
+    H5Tinsert(t, "embedding_capped", HOFFSET(row, capped), H5T_NATIVE_INT32);
+    if (r && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) >= 0) {
+        int64_t added = 0, capped = 0;
+        for (hssize_t e = 0; e < rows; e++) {
+            added += strcmp(r[e].kind, "added") == 0;
+            capped += r[e].capped != 0;
+        }
+        printf("  %-14s %lld clusters removed, %lld added; %lld embeddings stopped at their iteration cap\n",
+               "reclustering", (long long)(rows - added), (long long)added, (long long)capped);
+    }
+    H5Tclose(t);
+    H5Tclose(kind);
+    H5Dclose(d);
+    free(r);
 }
 
 /* The spring gains: the modulus and conserve setting, the range of alpha_c over the run (frame
@@ -237,6 +274,7 @@ int csm_cmd_info(int argc, char **argv)
     }
     print_plasticity(f);
     print_energy(f);
+    print_recluster(f);
     int64_t Tt = csm_h5_read_all(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
     if (Tt > 1) {
         /* frame 0 is the initial state: no step was timed */
