@@ -193,6 +193,11 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     for (int k = 0; k < cfg->ncolliders && !rc; k++)
         rc = create_stage(CSM_KIND_COLLIDER, &cfg->colliders[k], w, &sim->colliders[k], err);
     if (!rc) rc = create_stage(CSM_KIND_PLASTICITY, &cfg->plasticity, w, &sim->plasticity, err);
+    /* plasticity.update: lagged (index 1 of jones2016's immediate|lagged) keeps each cluster's F
+       from one step to the next */
+    const csm_value *update = csm_cfg_value(&cfg->plasticity, "update");
+    if (!rc && update && update->num == 1 && csm_clusters_lagged(&w->C))
+        rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     if (!rc) rc = create_stage(CSM_KIND_RECLUSTERER, &cfg->recluster, w, &sim->recluster, err);
     if (rc) {
         csm_sim_destroy(sim);

@@ -66,6 +66,7 @@ static int cluster_arrays(csm_clusters *c, array_ref *a)
     REF(qmean, 6);
     REF(Aqq_inv, 81);
     REF(Q, 18);
+    REF(F_lagged, 9);
     return k;
 }
 
@@ -105,7 +106,7 @@ int csm_clusters_reserve(csm_clusters *c, int32_t k, int32_t m, int32_t n)
         int na = cluster_arrays(c, a);
         for (int i = 0; i < na; i++) {
             int optional = a[i].ptr == (void **)&c->qmean || a[i].ptr == (void **)&c->Aqq_inv ||
-                           a[i].ptr == (void **)&c->Q;
+                           a[i].ptr == (void **)&c->Q || a[i].ptr == (void **)&c->F_lagged;
             if (grow_array(a[i].ptr, a[i].size, (size_t)c->cap_k, (size_t)cap, optional)) return -1;
         }
         if (grow_array((void **)&c->offset, sizeof *c->offset, (size_t)c->cap_k + 1, (size_t)cap + 1, 0)) return -1;
@@ -220,6 +221,8 @@ static void fresh_state(csm_clusters *c, int32_t cl)
     c->fade[cl] = 0;
     c->id[cl] = c->next_id++;
     if (c->Q) memset(&c->Q[18 * cl], 0, 18 * sizeof *c->Q);
+    if (c->F_lagged)
+        for (int a = 0; a < 9; a++) c->F_lagged[9 * cl + a] = NAN;
 }
 
 void csm_cluster_width(csm_clusters *c, int32_t cl)
@@ -338,6 +341,16 @@ int csm_clusters_quadratic(csm_clusters *c)
     c->Q = calloc(18 * cap, sizeof *c->Q);
     if (!c->qmean || !c->Aqq_inv || !c->Q) return -1;
     for (int32_t cl = 0; cl < c->k; cl++) quadratic_rest(c, cl);
+    return 0;
+}
+
+int csm_clusters_lagged(csm_clusters *c)
+{
+    free(c->F_lagged);
+    size_t cap = c->cap_k > 0 ? (size_t)c->cap_k : 1;
+    c->F_lagged = malloc(9 * cap * sizeof *c->F_lagged);
+    if (!c->F_lagged) return -1;
+    for (size_t a = 0; a < 9 * cap; a++) c->F_lagged[a] = NAN;
     return 0;
 }
 

@@ -64,6 +64,8 @@ typedef struct csm_clusters {
     double *qmean;        /* [6k] weighted mean of q2(p) = (px^2, py^2, pz^2, px py, py pz, pz px) */
     double *Aqq_inv;      /* [81k] pseudo-inverse of sum w m q~ q~^T, q~ = (p, q2(p) - qmean) */
     double *Q;            /* [18k] 3x6 quadratic part of the goal transform from the last fit */
+    /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
+    double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */
 } csm_clusters;
 
 int csm_particles_alloc(csm_particles *p, int32_t n);
@@ -125,6 +127,9 @@ static inline void csm_quad_terms(const double p[3], double q[6])
 /* Rest data of the quadratic mode for every cluster (qmean, A_qq pseudo-inverse) and room for Q.
    Called once after the clusters are built or rebuilt. Returns -1 when out of memory. */
 int csm_clusters_quadratic(csm_clusters *c);
+/* Room for F_lagged, NaN for every cluster (the first step commits no flow). Returns -1 when out
+   of memory. */
+int csm_clusters_lagged(csm_clusters *c);
 
 /* One row of /recluster/events: a cluster marked for removal or added (Falkenstein Sec 3.2). */
 enum { CSM_EVENT_REMOVED = 0, CSM_EVENT_ADDED = 1 };

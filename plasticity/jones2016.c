@@ -113,6 +113,9 @@ static const csm_param_spec jones2016_params[] = {
                "a flow step that would raise the cluster's stored elastic energy (with the explicit step's lag) at the "
                "step's positions and velocities is halved until it does not (at most 12 times, then not taken), so flow "
                "only releases energy; false: Falkenstein Eq 12-13 as printed"),
+    CSM_P_ENUM(csm_flow_params, update, CSM_UPDATE_IMMEDIATE, "immediate|lagged",
+               "when a step's flow takes effect: immediate (the next step's goals see it) or lagged (one step later, "
+               "the order of the authors' code: a hidden viscosity, whose work dissipated_plastic shows)"),
     CSM_PARAM_END,
 };
 
@@ -129,8 +132,9 @@ static int jones2016_create(const csm_plugin_cfg *cfg, const csm_world *w, void 
 /* The guard halves a step at most this often; a step still raising the energy is not taken. */
 #define GUARD_HALVINGS 12
 
-/* Cluster c's flow at the positions x: F from its fit (Falkenstein Eq 3), one step of the flow
-   rule and, with the energy guard, the stored energy before and after at these positions
+/* Cluster c's flow at the positions x: one step of the flow rule from the deformation gradient
+   F (Falkenstein Eq 3) of its fit at x, or with update lagged from the F its fit had a step
+   earlier, and, with the energy guard, the stored energy before and after at these positions
    (csm_cluster_stored): a step that raises it is halved until it does not, so that plastic flow
    only ever releases stored energy. Returns the energy the flow released, with the explicit
    step's lag (csm_diag.elastic_lag) that the goals' change moves: the energy budget's share. */
@@ -139,9 +143,17 @@ static double flow_cluster(const csm_flow_params *p, csm_world *w, int32_t c, do
     csm_clusters *C = &w->C;
     csm_fixed_fit fit;
     csm_cluster_fixed_fit(C, w->P.x, w->P.v, c, &fit);
+    const double *F = fit.F;
+    double lagged[9];
+    if (p->update == CSM_UPDATE_LAGGED) { /* the flow of the last step's end takes effect; this one's waits */
+        memcpy(lagged, &C->F_lagged[9 * c], sizeof lagged);
+        memcpy(&C->F_lagged[9 * c], fit.F, sizeof lagged);
+        if (isnan(lagged[0])) return 0.0; /* a new cluster: no step to commit yet */
+        F = lagged;
+    }
     double *Fp = &C->Fp[9 * c], next[9], alpha = C->stress_alpha[c];
     memcpy(next, Fp, sizeof next);
-    csm_flow_result r = csm_plastic_flow(p, w->svd, fit.F, h, 1.0, next, &alpha);
+    csm_flow_result r = csm_plastic_flow(p, w->svd, F, h, 1.0, next, &alpha);
     C->stress_alpha[c] = alpha; /* Falkenstein Eq 14 integrates the stress whether or not F^p flows */
     if (r == CSM_FLOW_SKIPPED) (*skipped)++;
     if (r != CSM_FLOW_YIELDED) return 0.0;
@@ -152,7 +164,7 @@ static double flow_cluster(const csm_flow_params *p, csm_world *w, int32_t c, do
         scale *= 0.5;
         double a = 0;
         memcpy(next, Fp, sizeof next);
-        if (csm_plastic_flow(p, w->svd, fit.F, h, scale, next, &a) != CSM_FLOW_YIELDED) return 0.0;
+        if (csm_plastic_flow(p, w->svd, F, h, scale, next, &a) != CSM_FLOW_YIELDED) return 0.0;
         after = csm_cluster_stored(w, c, &fit, next, q, h, &lag1);
     }
     if (p->energy_guard && !(after + lag1 <= before + lag0)) return 0.0;

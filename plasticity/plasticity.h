@@ -18,7 +18,14 @@ typedef struct csm_flow_params {
     int stress_measure; /* CSM_STRESS_*: Falkenstein Eq 14 as printed, |F^e - I|, or |F^e - R|, rotation-free */
     int energy_guard;   /* 1: a step that would raise the cluster's stored energy at fixed positions is
                            halved until it does not (jones2016.c); 0: Falkenstein Eq 12-13 as printed */
+    int update;         /* CSM_UPDATE_*: when a step's flow takes effect */
 } csm_flow_params;
+
+/* CSM_UPDATE_IMMEDIATE: the flow computed from a step's end positions takes effect at once, so the
+   next step's goals see it. CSM_UPDATE_LAGGED (the order of the authors' code, which the paper
+   does not state): it takes effect one step later, so each step's goals and strain limit use the
+   F^p from before the previous step's flow. */
+enum { CSM_UPDATE_IMMEDIATE, CSM_UPDATE_LAGGED };
 
 typedef enum csm_flow_result {
     CSM_FLOW_ELASTIC,  /* below the yield threshold (or hardened past it): F^p unchanged */

@@ -176,11 +176,13 @@ check "max_speed: exit 1 (got $rc)" [ $rc -eq 1 ]
 check "max_speed: names particle, speed, bound and frame" \
     grep -qE "particle [0-9]+ moves at [0-9.]+ m/s, beyond time.max_speed = 100, at frame 1 " "$tmp/fast.out"
 
-# --- resume with reclustering, plasticity, fading and the quadratic mode -----------------
+# --- resume with reclustering, plasticity, fading, the quadratic mode and the lagged flow ----
 bar="$root/tests/configs/recluster_bar.yaml"
-for mode in linear quadratic; do
+for mode in linear quadratic lagged; do
+    update=immediate
+    [ $mode = lagged ] && update=lagged
     sets=(--set 'recluster={method: embedded, cond_max: 1.5, fade_out: 5, fade_in: 3}' --set output.goals=true
-          --set solver.mode=$mode)
+          --set solver.mode=${mode/lagged/linear} --set plasticity.update=$update)
     "$csm" run "$bar" "${sets[@]}" --frames 45 -o "$tmp/bar_$mode.h5" >/dev/null 2>&1
     ok=yes
     for cut in 10 33; do

@@ -482,6 +482,60 @@ static void test_flow_never_raises_stored_energy(void **state)
     assert_true(raised_unguarded > 0);
 }
 
+/* plasticity.update lagged commits at the end of a step the flow immediate would have taken at
+   the end of the step before: applied twice at the same positions, lagged reaches, bit for bit,
+   the F^p, stress and dissipated energy immediate reaches in one application from where the
+   first lagged one left, and the first application of a run commits nothing. */
+static void test_lagged_commits_the_previous_flow(void **state)
+{
+    (void)state;
+    const char *sets[] = {"plasticity.model=jones2016", "plasticity.yield=0", "plasticity.update=lagged",
+                          "solver.integrator=strain_limited", "solver.volume=split"};
+    run R;
+    run_start(&R, CUBE, sets, 5);
+    csm_world *w = &R.sim.w;
+    csm_clusters *C = &w->C;
+    assert_non_null(C->F_lagged);
+    int32_t k = C->k;
+    size_t bytes = 9 * (size_t)k * sizeof(double);
+    double h = R.sim.cfg->dt / R.sim.cfg->substeps;
+    csm_flow_params *p = R.sim.plasticity.state;
+    csm_error err = {0};
+    double *Fp0 = malloc(bytes), *Fp1 = malloc(bytes), *Fp2 = malloc(bytes), *a1 = malloc(k * sizeof(double));
+    /* the cube starts deformed: F is far from F^p = I, but the first step commits nothing */
+    memcpy(Fp0, C->Fp, bytes);
+    assert_int_equal(R.sim.plasticity.apply(w, p, h, &err), 0);
+    assert_memory_equal(C->Fp, Fp0, bytes);
+    /* the second commits the flow from the F recorded by the first */
+    double d0 = w->report->dissipated[CSM_DISSIPATED_PLASTIC];
+    assert_int_equal(R.sim.plasticity.apply(w, p, h, &err), 0);
+    memcpy(Fp1, C->Fp, bytes);
+    memcpy(a1, C->stress_alpha, k * sizeof(double));
+    assert_memory_not_equal(Fp1, Fp0, bytes);
+    double d1 = w->report->dissipated[CSM_DISSIPATED_PLASTIC];
+    assert_int_equal(R.sim.plasticity.apply(w, p, h, &err), 0);
+    memcpy(Fp2, C->Fp, bytes);
+    double lagged = w->report->dissipated[CSM_DISSIPATED_PLASTIC] - d1;
+    /* immediate from F^p = Fp0 at the same positions: the step the second lagged one committed */
+    memcpy(C->Fp, Fp0, bytes);
+    memset(C->stress_alpha, 0, k * sizeof(double));
+    p->update = CSM_UPDATE_IMMEDIATE;
+    assert_int_equal(R.sim.plasticity.apply(w, p, h, &err), 0);
+    assert_memory_equal(C->Fp, Fp1, bytes);
+    assert_memory_equal(C->stress_alpha, a1, k * sizeof(double));
+    assert_true(d1 - d0 == w->report->dissipated[CSM_DISSIPATED_PLASTIC] - d1 - lagged);
+    /* and from Fp1, the step the third committed */
+    double d3 = w->report->dissipated[CSM_DISSIPATED_PLASTIC];
+    assert_int_equal(R.sim.plasticity.apply(w, p, h, &err), 0);
+    assert_memory_equal(C->Fp, Fp2, bytes);
+    assert_true(w->report->dissipated[CSM_DISSIPATED_PLASTIC] - d3 == lagged);
+    free(Fp0);
+    free(Fp1);
+    free(Fp2);
+    free(a1);
+    run_stop(&R);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_every_integrator_keeps_a_plastic_set),
         cmocka_unit_test(test_inverted_cluster_is_counted),
         cmocka_unit_test(test_flow_never_raises_stored_energy),
+        cmocka_unit_test(test_lagged_commits_the_previous_flow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,7 +160,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     } parts[] = {
         {F_COM, C->com, c0, hk}, {F_R, C->R, c0, hk}, {F_FP, C->Fp, c0, hk}, {F_ALPHA, C->stress_alpha, c0, hk},
         {F_WIDTH, C->width, c0, hk}, {F_ID, C->id, c0, hk}, {F_STATE, C->state, c0, hk}, {F_CK_Q, C->q, c0, hk},
-        {F_CK_FADE, C->fade, c0, hk}, {F_CK_F, C->F, c0, hk}, {F_CK_T, C->T, c0, hk}, {F_CK_QUAD, C->Q, c0, hk},
+        {F_CK_FADE, C->fade, c0, hk}, {F_CK_F, C->F, c0, hk}, {F_CK_T, C->T, c0, hk}, {F_CK_QUAD, C->Q, c0, hk}, {F_CK_F_LAGGED, C->F_lagged, c0, hk},
         {F_RV_WBASE, C->wbase, rm0, hm}, {F_RV_WMASS, C->wmass, rm0, hm}, {F_RV_P, C->p, rm0, hm},
         {F_RV_MASS, C->mass, rc0, hk}, {F_RV_ARR, C->A_rr_inv, rc0, hk}, {F_RV_RANK, C->rank, rc0, hk},
         {F_RV_QMEAN, C->qmean, rc0, hk}, {F_RV_AQQ, C->Aqq_inv, rc0, hk},
@@ -308,6 +308,7 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     log->n = w->P.n;
     log->goals = sim->cfg->output_goals;
     log->quadratic = w->C.Q != NULL;
+    log->lagged = w->C.F_lagged != NULL;
     log_frames lf;
     int rc = measure_log(log, 0, &lf, err);
     /* the same set-up: the config in the log must build the same particles */

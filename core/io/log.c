@@ -184,6 +184,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->n = w->P.n;
     log->goals = cfg->output_goals;
     log->quadratic = w->C.Q != NULL;
+    log->lagged = w->C.F_lagged != NULL;
     log->compression = cfg->output_compression;
     log->path = strdup(path);
     log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;

@@ -55,6 +55,7 @@ ACCESSOR(d_ck_fade, c->sim->w.C.fade)
 ACCESSOR(d_ck_f, c->sim->w.C.F)
 ACCESSOR(d_ck_t, c->sim->w.C.T)
 ACCESSOR(d_ck_quad, c->sim->w.C.Q)
+ACCESSOR(d_ck_f_lagged, c->sim->w.C.F_lagged)
 
 /* a timing of the frame (csm_report's names index sim->last) */
 static const void *d_timing(const frame_ctx *c, const field_spec *f) { return &c->sim->last.seconds[f->index]; }
@@ -126,6 +127,7 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_CK_F] = FIELD("/checkpoint/F", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, F_c = A_xr A_rr^-1 of the last fit", 0, OPT_NONE, d_ck_f),
     [F_CK_T] = FIELD("/checkpoint/T", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, goal transform of the last fit: g_ic = T_c p_ic + com_c", 0, OPT_NONE, d_ck_t),
     [F_CK_QUAD] = FIELD("/checkpoint/Q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1", "per frame, 3x6 quadratic part of the goal transform (Mueller 2005 Sec 4.3)", 18, OPT_QUADRATIC, d_ck_quad),
+    [F_CK_F_LAGGED] = FIELD("/checkpoint/F_lagged", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, F_c at the end of the previous step, the flow the next step commits with plasticity.update lagged (NaN: none yet)", 0, OPT_LAGGED, d_ck_f_lagged),
     [F_RV_CLUSTER_START] = FIELD("/checkpoint/rest/cluster_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1", "(V+1,): version v's per-cluster rows are [cluster_start[v], cluster_start[v+1])", 0, OPT_NONE, NULL),
     [F_RV_MEMBER_START] = FIELD("/checkpoint/rest/member_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1", "(V+1,): version v's per-membership rows are [member_start[v], member_start[v+1])", 0, OPT_NONE, NULL),
     [F_RV_WBASE] = FIELD("/checkpoint/rest/wbase", T_F64, SHAPE_SCALAR, ROWS_REST_MEMBERS, "1", "per version, membership weight before fading (Falkenstein Sec 3.2.1)", 0, OPT_NONE, NULL),
@@ -287,7 +289,8 @@ void csm_log_fields_free(csm_log *log)
 int csm_log_field_used(const csm_log *log, int k)
 {
     int opt = log->field[k].opt;
-    return opt == OPT_NONE || (opt == OPT_GOALS && log->goals) || (opt == OPT_QUADRATIC && log->quadratic);
+    return opt == OPT_NONE || (opt == OPT_GOALS && log->goals) || (opt == OPT_QUADRATIC && log->quadratic) ||
+           (opt == OPT_LAGGED && log->lagged);
 }
 
 hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)
