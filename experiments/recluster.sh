@@ -2,7 +2,8 @@
 # The reclustering experiments (README, Experiments): the rows of Falkenstein 2017 Table 1 --
 # the lambda = 0 compressed beam without reclustering, with `embedded` and with `world_space`, the
 # lambda = 0.1 beam with `embedded`, the twisted beam -- into FOLDER (default out/recluster/), then
-# Table 1 (ms per frame by stage) from the logs' /timings/* and the plastic state of each run.
+# Table 1 (ms per frame by stage) from the logs' /timings/*, the plastic state of each run and its
+# energy budget by stage.
 # Usage: experiments/recluster.sh [path/to/csm [FOLDER]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +25,5 @@ logs=("${logs[@]/%/.h5}")
     --label "beam_twist=Twisted beam"
 echo
 /usr/bin/python3 experiments/analysis/plasticity.py "${logs[@]}"
+echo
+/usr/bin/python3 experiments/analysis/budget.py "${logs[@]}"
