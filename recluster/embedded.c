@@ -74,31 +74,38 @@ static int fcm_reserve(csm_rc_engine *e, int32_t np, int32_t k)
    clusters leave rather than onto well covered particles. It stops when the centre moves less
    than `optimization_tolerance` R. The seed always joins, with K at least that of 0.9 R, so it
    is left in a cluster. */
+static double kernel_weight(const double e[3], const double centre[3], double R2)
+{
+    double d[3] = {e[0] - centre[0], e[1] - centre[1], e[2] - centre[2]}, r2 = csm_v3_dot(d, d);
+    return r2 < R2 ? (1 - r2 / R2) * (1 - r2 / R2) * (1 - r2 / R2) : 0.0;
+}
+
 static void kernel_members(csm_rc_engine *e, const csm_world *w, int32_t seed)
 {
     const csm_clusters *C = &w->C;
     const csm_embedding *E = &e->emb;
     double R2 = e->kernel_radius * e->kernel_radius, centre[3];
+    double *b = e->masses, *L = e->u; /* the cluster optimisation's scratch, [np] each */
     memcpy(centre, &E->e[3 * seed], sizeof centre);
-    for (int32_t a = 0; a < E->np; a++) { /* b_i, then L_i, per particle of P_e */
-        int32_t i = E->particle[a];
-        double live = 0;
+    for (int32_t a = 0; a < E->np; a++) {
+        int32_t i = E->particle[a], live = 0;
+        L[a] = 0;
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
             int32_t j = C->pmember[s];
-            if (C->state[C->mcluster[j]] != CSM_CLUSTER_FADING_OUT) live += C->wbase[j];
+            if (C->state[C->mcluster[j]] == CSM_CLUSTER_FADING_OUT) continue;
+            L[a] += C->wbase[j];
+            live++;
         }
-        e->masses[a] = csm_rc_mean_live_weight(C, i);
-        e->u[a] = live;
+        b[a] = live ? L[a] / live : 1.0; /* as csm_rc_mean_live_weight */
     }
     for (int32_t it = 0; it < e->optimization_iterations; it++) {
         double sum[3] = {0, 0, 0}, total = 0;
         for (int32_t a = 0; a < E->np; a++) {
             int32_t i = E->particle[a];
             const double *ei = &E->e[3 * i];
-            double d[3] = {ei[0] - centre[0], ei[1] - centre[1], ei[2] - centre[2]}, r2 = csm_v3_dot(d, d);
-            if (!(r2 < R2)) continue;
-            double K = (1 - r2 / R2) * (1 - r2 / R2) * (1 - r2 / R2), k = e->masses[a] * K;
-            double share = w->P.mass[i] * k / (e->u[a] + k);
+            double K = kernel_weight(ei, centre, R2), k = b[a] * K;
+            if (!(K > 0)) continue;
+            double share = w->P.mass[i] * k / (L[a] + k);
             for (int c = 0; c < 3; c++) sum[c] += share * ei[c];
             total += share;
         }
@@ -113,12 +120,11 @@ static void kernel_members(csm_rc_engine *e, const csm_world *w, int32_t seed)
     for (int32_t a = 0; a < E->np; a++) {
         int32_t i = E->particle[a];
         const double *ei = &E->e[3 * i];
-        double d[3] = {ei[0] - centre[0], ei[1] - centre[1], ei[2] - centre[2]}, r2 = csm_v3_dot(d, d);
-        double K = r2 < R2 ? (1 - r2 / R2) * (1 - r2 / R2) * (1 - r2 / R2) : 0;
+        double K = kernel_weight(ei, centre, R2);
         if (i == seed) K = fmax(K, Kmin);
         if (!(K > 0)) continue;
         e->new_member[e->nnew] = i; /* increasing ids, as P_e */
-        e->new_wbase[e->nnew] = e->masses[a] * K;
+        e->new_wbase[e->nnew] = b[a] * K;
         memcpy(&e->new_p[3 * e->nnew], ei, 3 * sizeof(double)); /* rest shape from embedded space */
         e->nnew++;
     }
