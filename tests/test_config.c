@@ -76,7 +76,7 @@ static void test_good_config_resolves_defaults(void **state)
     assert_close(cfg.dt, 1.0 / 60.0, 1e-15);
     assert_close(csm_cfg_value(&cfg.integrator, "alpha")->num, 0.25, 0);
     assert_close(((const csm_body_params *)csm_cfg_params(&cfg.objects[0].body))->position[1], 2.0, 0);
-    assert_string_equal(cfg.rotation.plugin->name, "polar_f");
+    assert_string_equal(cfg.rotation.plugin->name, "polar_apq");
     assert_string_equal(cfg.clustering.plugin->name, "random_radius");
     assert_non_null(strstr(cfg.resolved, "substeps: 1"));
     assert_non_null(strstr(cfg.resolved, "alpha: 0.25"));

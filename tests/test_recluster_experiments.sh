@@ -52,7 +52,7 @@ for name, frames in (("plastic", 121), ("lagged", 121), ("elastic", 241)):
         if name == "lagged":  # with no viscosity, the lag is what dissipates: its work is in the budget
             D = float(d["dissipated_plastic"][-1])
             check(D > 0.2 * W, f"{name}: the lagged flow dissipates ({D:.3g} J of {W:.3g} J)")
-        check(cond < 5, f"{name}: cond(F^p) stays bounded ({cond:.3g}; without reclustering the lambda = 0 beam reaches 8,980)")
+        check(cond < 5, f"{name}: cond(F^p) stays bounded ({cond:.3g}; without reclustering or viscosity the lambda = 0 beam reaches 102 by 8 s)")
 finish()
 PY
 finish

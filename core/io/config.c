@@ -130,7 +130,9 @@ static const csm_param_spec pin_table[] = {
 
 /* `rotation` names a plugin, which load() looks up; the others fill csm_config. */
 const csm_param_spec csm_solver_common_params[] = {
-    CSM_P_UNBOUND("rotation", CSM_STRING, 0, 0, 0, "rotation extractor", NULL, "polar_f", 0),
+    CSM_P_UNBOUND("rotation", CSM_STRING, 0, 0, 0,
+                  "rotation extractor (polar_apq: the springs' energy minimiser, conservative and torque-free)", NULL,
+                  "polar_apq", 0),
     CSM_P_ENUM(csm_config, svd, CSM_SVD_FAST, "fast|lapacke", "3x3 SVD backend"),
     CSM_P_ENUM(csm_config, mode, CSM_MODE_RIGID, "rigid|linear|quadratic",
                "goal deformation (Müller 2005): rigid R, linear beta A + (1 - beta) R, quadratic 9-term fit"),
