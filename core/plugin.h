@@ -29,9 +29,16 @@ typedef enum csm_type {
     CSM_MAT3,   /* [[..],[..],[..]]; default identity; field: double[9], row-major */
     CSM_STRING, /* text; default defs; field: const char * (owned by the config) */
     CSM_POINTS, /* [[x,y,z], ...]; field: csm_points */
+    CSM_KEYFRAMES, /* [[t, x, y, z], ...], t increasing, or [] (none); field: csm_keyframes */
 } csm_type;
 
 enum { CSM_PARAM_REQUIRED = 1 };
+
+/* The value of a CSM_KEYFRAMES parameter: n rows of (t, x, y, z), t strictly increasing. */
+typedef struct csm_keyframes {
+    const double *txyz; /* [4n], owned by the config */
+    int32_t n;
+} csm_keyframes;
 
 /* The value of a CSM_POINTS parameter in a parameter struct. */
 typedef struct csm_points {
@@ -64,6 +71,7 @@ typedef struct csm_param_spec {
 #define CSM_P_VEC3(T, f, x, y, z, min, max, doc) CSM_PARAM_FIELD(#f, CSM_VEC3, T, f, 0, min, max, doc, NULL, x, y, z, NULL, 0)
 #define CSM_P_MAT3(T, f, min, max, doc) CSM_PARAM_FIELD(#f, CSM_MAT3, T, f, 0, min, max, doc, NULL, 0, 0, 0, NULL, 0)
 #define CSM_P_STRING(T, f, def, doc) CSM_PARAM_FIELD(#f, CSM_STRING, T, f, 0, 0, 0, doc, NULL, 0, 0, 0, def, 0)
+#define CSM_P_KEYFRAMES(T, f, min, max, doc) CSM_PARAM_FIELD(#f, CSM_KEYFRAMES, T, f, 0, min, max, doc, NULL, 0, 0, 0, NULL, 0)
 #define CSM_P_POINTS(T, f, min, max, doc) CSM_PARAM_FIELD(#f, CSM_POINTS, T, f, 0, min, max, doc, NULL, 0, 0, 0, NULL, CSM_PARAM_REQUIRED)
 /* A row the loader does not copy into a struct (the host reads the value itself). */
 #define CSM_P_UNBOUND(key_, type_, def_, min_, max_, doc_, choices_, defs_, flags_)                               \
@@ -76,7 +84,7 @@ typedef struct csm_value {
     double num;     /* REAL, INT, BOOL (0/1), ENUM (index) */
     double vec[9];  /* VEC3 (3), MAT3 (9, row-major) */
     char *str;      /* STRING (owned) */
-    double *points; /* POINTS (owned, 3 * npoints) */
+    double *points; /* POINTS (owned, 3 * npoints), KEYFRAMES (4 * npoints) */
     int32_t npoints;
     int line;       /* where it was given: a line of the config, 0 for a default */
     int given;      /* 1 when the config or --set gave it */

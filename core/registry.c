@@ -33,6 +33,7 @@ static size_t field_size(csm_type t, size_t given)
     case CSM_MAT3: return 9 * sizeof(double);
     case CSM_STRING: return sizeof(const char *);
     case CSM_POINTS: return sizeof(csm_points);
+    case CSM_KEYFRAMES: return sizeof(csm_keyframes);
     }
     return 0;
 }
@@ -184,6 +185,11 @@ void csm_params_fill(const csm_param_spec *spec, const csm_value *values, void *
         case CSM_POINTS: {
             csm_points p = {v->points, v->npoints};
             memcpy(f, &p, sizeof p);
+            break;
+        }
+        case CSM_KEYFRAMES: {
+            csm_keyframes kf = {v->points, v->npoints};
+            memcpy(f, &kf, sizeof kf);
             break;
         }
         }

@@ -64,6 +64,9 @@ static void write_param_attrs(hid_t file, const char *section, const csm_plugin_
             break;
         }
         case CSM_POINTS: break;
+        case CSM_KEYFRAMES: /* the rows (t, x, y, z) one after another */
+            if (v->npoints > 0) csm_h5_attr_double(file, name, v->points, 4 * v->npoints);
+            break;
         }
     }
 }

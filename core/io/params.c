@@ -87,6 +87,7 @@ static const char *type_name(csm_type t)
     case CSM_MAT3: return "a 3x3 matrix [[a, b, c], [d, e, f], [g, h, i]]";
     case CSM_STRING: return "a string";
     case CSM_POINTS: return "a list of points [[x, y, z], ...]";
+    case CSM_KEYFRAMES: return "a list of keyframes [[t, x, y, z], ...] with t increasing, or []";
     }
     return "?";
 }
@@ -175,6 +176,26 @@ int csm_param_parse(const csm_node *n, const char *path, const csm_param_spec *s
                 if (parse_number(pt->child[d], path, s, &v->points[3 * k + d], err)) return -1;
         }
         return 0;
+    case CSM_KEYFRAMES:
+        if (n->kind != CSM_NODE_SEQ) FAIL_AT(err, n, "%s must be %s", path, type_name(s->type));
+        free(v->points);
+        v->points = NULL;
+        v->npoints = 0;
+        if (n->nchild == 0) return 0;
+        v->points = malloc(sizeof(double) * 4 * (size_t)n->nchild);
+        if (!v->points) abort();
+        v->npoints = n->nchild;
+        for (int k = 0; k < n->nchild; k++) {
+            const csm_node *row = n->child[k];
+            if (row->kind != CSM_NODE_SEQ || row->nchild != 4)
+                FAIL_AT(err, row, "%s[%d] must be a keyframe [t, x, y, z]", path, k);
+            for (int d = 0; d < 4; d++)
+                if (parse_number(row->child[d], path, s, &v->points[4 * k + d], err)) return -1;
+            if (k > 0 && !(v->points[4 * k] > v->points[4 * (k - 1)]))
+                FAIL_AT(err, row, "%s[%d]: its time %g does not come after %g", path, k, v->points[4 * k],
+                        v->points[4 * (k - 1)]);
+        }
+        return 0;
     }
     return -1;
 }
@@ -219,6 +240,7 @@ void csm_param_default_text(const csm_param_spec *s, char *buf, int size)
     case CSM_MAT3: snprintf(buf, (size_t)size, "[[1, 0, 0], [0, 1, 0], [0, 0, 1]]"); break;
     case CSM_STRING: snprintf(buf, (size_t)size, "%s", s->defs ? s->defs : ""); break;
     case CSM_POINTS: snprintf(buf, (size_t)size, "(required)"); break;
+    case CSM_KEYFRAMES: snprintf(buf, (size_t)size, "[]"); break;
     }
 }
 
@@ -240,6 +262,7 @@ csm_node *csm_param_default_node(const csm_param_spec *s, const char *src)
         }
         return seq;
     }
+    if (s->type == CSM_KEYFRAMES) return csm_node_new(CSM_NODE_SEQ, src, 0); /* none */
     csm_param_default_text(s, buf, sizeof buf);
     csm_node *n = csm_node_scalar(buf, src, 0);
     n->quoted = s->type == CSM_STRING;

@@ -19,6 +19,7 @@ static const char *type_text(const csm_param_spec *s)
     case CSM_MAT3: return "3x3";
     case CSM_STRING: return "string";
     case CSM_POINTS: return "points";
+    case CSM_KEYFRAMES: return "keyframes";
     }
     return "?";
 }
