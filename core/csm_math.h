@@ -113,4 +113,21 @@ static inline double csm_m3_frobenius(const double *A)
     return sqrt(s);
 }
 
+/* The rotation of a config's `rotate`: deg[0] degrees about x, then deg[1] about y, then deg[2]
+   about z (R = Rz Ry Rx). */
+static inline void csm_m3_rotation_degrees(const double deg[3], double R[9])
+{
+    csm_m3_identity(R);
+    for (int axis = 0; axis < 3; axis++) {
+        double t = deg[axis] * CSM_PI / 180.0, c = cos(t), s = sin(t), A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, RA[9];
+        int b = (axis + 1) % 3, d = (axis + 2) % 3;
+        A[3 * b + b] = c;
+        A[3 * b + d] = -s;
+        A[3 * d + b] = s;
+        A[3 * d + d] = c;
+        csm_m3_mul(A, R, RA);
+        memcpy(R, RA, sizeof RA);
+    }
+}
+
 #endif

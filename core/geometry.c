@@ -226,18 +226,8 @@ static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size,
 static void place_mesh(csm_mesh *m, const csm_plugin_cfg *pc)
 {
     const csm_shape_params *sp = csm_cfg_params(pc);
-    const double *deg = sp->rotate;
-    double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
-    for (int axis = 0; axis < 3; axis++) {
-        double t = deg[axis] * CSM_PI / 180.0, c = cos(t), s = sin(t), A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, RA[9];
-        int b = (axis + 1) % 3, d = (axis + 2) % 3;
-        A[3 * b + b] = c;
-        A[3 * b + d] = -s;
-        A[3 * d + b] = s;
-        A[3 * d + d] = c;
-        csm_m3_mul(A, R, RA);
-        memcpy(R, RA, sizeof R);
-    }
+    double R[9], zero[3] = {0, 0, 0};
+    csm_m3_rotation_degrees(sp->rotate, R);
     csm_mesh_transform(m, R, zero);
     double lo[3], hi[3], shift[3], longest = 0;
     csm_mesh_bounds(m, lo, hi);

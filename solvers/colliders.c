@@ -57,10 +57,10 @@ static int motion_check(const csm_plugin_cfg *cfg, const motion *m, csm_error *e
 /* Rotation by the angle |w| t about w (Rodrigues' formula), row-major. */
 static void turn(const double w[3], double t, double R[9])
 {
-    double angle = csm_v3_norm(w) * t;
+    double len = csm_v3_norm(w), angle = len * t;
     csm_m3_identity(R);
     if (angle == 0.0) return;
-    double len = csm_v3_norm(w), k[3] = {w[0] / len, w[1] / len, w[2] / len};
+    double k[3] = {w[0] / len, w[1] / len, w[2] / len};
     double c = cos(angle), s = sin(angle), C = 1.0 - c;
     R[0] = c + k[0] * k[0] * C;
     R[1] = k[0] * k[1] * C - k[2] * s;
@@ -108,30 +108,32 @@ static void pose_at(const motion *m, double t, pose *p)
     turn(m->angular_velocity, s, p->R);
 }
 
-/* The collider over one step: its pose at the step's start (t0) and end (t1 = t0 + h), and its
-   centre at rest. The surface point at x at t1 was at c0 + d0 + R0 R1^T (x - c0 - d1) at t0, so
-   its velocity over the step is the difference over h: exact for the scripted path, including
-   a step that starts or ends the motion. */
+/* The collider over one step, from t0 to t1 = t0 + h: its centre c0 and c1 and its turns R0 and
+   R1 then. The surface point at x at t1 was at c0 + R0 R1^T (x - c1) at t0, so its velocity over
+   the step is the difference over h: exact for the scripted path, including a step that starts
+   or ends the motion. */
 typedef struct stride {
-    pose p0, p1;
-    double centre[3], h;
+    double c0[3], c1[3]; /* the centre at the step's start and end */
+    double R1[9];        /* the turn at the step's end */
+    double back[9];      /* R0 R1^T: from the end's frame to the start's */
+    double h;
     int still; /* the collider does not move during this step */
 } stride;
 
 static void stride_begin(stride *s, const motion *m, const double centre[3], double t0, double h)
 {
-    pose_at(m, t0, &s->p0);
-    pose_at(m, t0 + h, &s->p1);
-    memcpy(s->centre, centre, sizeof s->centre);
+    pose p0, p1;
+    pose_at(m, t0, &p0);
+    pose_at(m, t0 + h, &p1);
+    for (int a = 0; a < 3; a++) {
+        s->c0[a] = centre[a] + p0.d[a];
+        s->c1[a] = centre[a] + p1.d[a];
+    }
+    memcpy(s->R1, p1.R, sizeof s->R1);
+    csm_m3_mul_bt(p0.R, p1.R, s->back);
     s->h = h;
     s->still = !(h > 0) || t0 + h <= m->from || t0 >= m->until ||
                (csm_v3_norm(m->velocity) == 0.0 && csm_v3_norm(m->angular_velocity) == 0.0 && m->keyframes.n < 2);
-}
-
-/* The collider's centre at the step's end. */
-static void stride_centre(const stride *s, double c[3])
-{
-    for (int a = 0; a < 3; a++) c[a] = s->centre[a] + s->p1.d[a];
 }
 
 static void surface_velocity(const stride *s, const double x[3], double vc[3])
@@ -140,15 +142,9 @@ static void surface_velocity(const stride *s, const double x[3], double vc[3])
         vc[0] = vc[1] = vc[2] = 0;
         return;
     }
-    double r1[3], c1[3], back[3], R[9], before[3];
-    stride_centre(s, c1);
-    for (int a = 0; a < 3; a++) r1[a] = x[a] - c1[a];
-    csm_m3_mul_bt(s->p0.R, s->p1.R, R); /* R0 R1^T */
-    csm_m3_mul_v3(R, r1, back);
-    for (int a = 0; a < 3; a++) {
-        before[a] = s->centre[a] + s->p0.d[a] + back[a];
-        vc[a] = (x[a] - before[a]) / s->h;
-    }
+    double r1[3] = {x[0] - s->c1[0], x[1] - s->c1[1], x[2] - s->c1[2]}, r0[3];
+    csm_m3_mul_v3(s->back, r1, r0);
+    for (int a = 0; a < 3; a++) vc[a] = (x[a] - (s->c0[a] + r0[a])) / s->h;
 }
 
 /* A particle found `depth` (< 0) inside a surface with unit outward normal n, moving at vc:
@@ -213,12 +209,11 @@ static int plane_apply(csm_world *w, void *state, double h, csm_error *err)
 {
     (void)err;
     const plane *s = state;
-    double centre[3] = {s->offset * s->normal[0], s->offset * s->normal[1], s->offset * s->normal[2]}, c[3], n[3];
+    double centre[3] = {s->offset * s->normal[0], s->offset * s->normal[1], s->offset * s->normal[2]}, n[3];
     stride st;
     stride_begin(&st, &s->m, centre, w->time, h);
-    stride_centre(&st, c);
-    csm_m3_mul_v3(st.p1.R, s->normal, n);
-    double offset = csm_v3_dot(n, c);
+    csm_m3_mul_v3(st.R1, s->normal, n);
+    double offset = csm_v3_dot(n, st.c1);
     csm_particles *P = &w->P;
     for (int32_t i = 0; i < P->n; i++) {
         if (P->inv_mass[i] == 0.0) continue;
@@ -272,10 +267,9 @@ static int sphere_apply(csm_world *w, void *state, double h, csm_error *err)
 {
     (void)err;
     const sphere *s = state;
-    double c[3];
     stride st;
     stride_begin(&st, &s->m, s->center, w->time, h);
-    stride_centre(&st, c);
+    const double *c = st.c1;
     csm_particles *P = &w->P;
     for (int32_t i = 0; i < P->n; i++) {
         if (P->inv_mass[i] == 0.0) continue;
@@ -331,14 +325,7 @@ static int box_create(const csm_plugin_cfg *cfg, const csm_world *w, void **stat
     box *s = malloc(sizeof *s);
     if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     *s = *p;
-    csm_m3_identity(s->R0);
-    for (int axis = 0; axis < 3; axis++) { /* R0 = Rz Ry Rx, as a shape's rotate */
-        double e[3] = {0, 0, 0}, A[9], B[9];
-        e[axis] = 1;
-        turn(e, p->rotate[axis] * CSM_PI / 180.0, A);
-        csm_m3_mul(A, s->R0, B);
-        memcpy(s->R0, B, sizeof B);
-    }
+    csm_m3_rotation_degrees(p->rotate, s->R0); /* as a shape's rotate */
     *state = s;
     return 0;
 }
@@ -379,11 +366,11 @@ static int box_apply(csm_world *w, void *state, double h, csm_error *err)
 {
     (void)err;
     const box *s = state;
-    double c[3], R[9], half[3] = {0.5 * s->size[0], 0.5 * s->size[1], 0.5 * s->size[2]};
+    double R[9], half[3] = {0.5 * s->size[0], 0.5 * s->size[1], 0.5 * s->size[2]};
     stride st;
     stride_begin(&st, &s->m, s->center, w->time, h);
-    stride_centre(&st, c);
-    csm_m3_mul(st.p1.R, s->R0, R); /* the box's axes are R's columns */
+    const double *c = st.c1;
+    csm_m3_mul(st.R1, s->R0, R); /* the box's axes are R's columns */
     csm_particles *P = &w->P;
     for (int32_t i = 0; i < P->n; i++) {
         if (P->inv_mass[i] == 0.0) continue;

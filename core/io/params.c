@@ -108,6 +108,26 @@ static int parse_number(const csm_node *n, const char *path, const csm_param_spe
     return 0;
 }
 
+/* A list of rows of `width` numbers each (POINTS, KEYFRAMES) into v->points, v->npoints rows. */
+static int parse_rows(const csm_node *n, const char *path, const csm_param_spec *s, int width, const char *what,
+                      csm_value *v, csm_error *err)
+{
+    free(v->points);
+    v->points = NULL;
+    v->npoints = 0;
+    if (n->nchild == 0) return 0;
+    v->points = malloc(sizeof(double) * (size_t)width * (size_t)n->nchild);
+    if (!v->points) abort();
+    v->npoints = n->nchild;
+    for (int k = 0; k < n->nchild; k++) {
+        const csm_node *row = n->child[k];
+        if (row->kind != CSM_NODE_SEQ || row->nchild != width) FAIL_AT(err, row, "%s[%d] must be %s", path, k, what);
+        for (int d = 0; d < width; d++)
+            if (parse_number(row->child[d], path, s, &v->points[width * k + d], err)) return -1;
+    }
+    return 0;
+}
+
 int csm_param_parse(const csm_node *n, const char *path, const csm_param_spec *s, csm_value *v,
                        csm_error *err)
 {
@@ -164,37 +184,14 @@ int csm_param_parse(const csm_node *n, const char *path, const csm_param_spec *s
     case CSM_POINTS:
         if (n->kind != CSM_NODE_SEQ || n->nchild == 0)
             FAIL_AT(err, n, "%s must be a non-empty list of points [[x, y, z], ...]", path);
-        free(v->points);
-        v->points = malloc(sizeof(double) * 3 * (size_t)n->nchild);
-        if (!v->points) abort();
-        v->npoints = n->nchild;
-        for (int k = 0; k < n->nchild; k++) {
-            const csm_node *pt = n->child[k];
-            if (pt->kind != CSM_NODE_SEQ || pt->nchild != 3)
-                FAIL_AT(err, pt, "%s[%d] must be a point [x, y, z]", path, k);
-            for (int d = 0; d < 3; d++)
-                if (parse_number(pt->child[d], path, s, &v->points[3 * k + d], err)) return -1;
-        }
-        return 0;
+        return parse_rows(n, path, s, 3, "a point [x, y, z]", v, err);
     case CSM_KEYFRAMES:
         if (n->kind != CSM_NODE_SEQ) FAIL_AT(err, n, "%s must be %s", path, type_name(s->type));
-        free(v->points);
-        v->points = NULL;
-        v->npoints = 0;
-        if (n->nchild == 0) return 0;
-        v->points = malloc(sizeof(double) * 4 * (size_t)n->nchild);
-        if (!v->points) abort();
-        v->npoints = n->nchild;
-        for (int k = 0; k < n->nchild; k++) {
-            const csm_node *row = n->child[k];
-            if (row->kind != CSM_NODE_SEQ || row->nchild != 4)
-                FAIL_AT(err, row, "%s[%d] must be a keyframe [t, x, y, z]", path, k);
-            for (int d = 0; d < 4; d++)
-                if (parse_number(row->child[d], path, s, &v->points[4 * k + d], err)) return -1;
-            if (k > 0 && !(v->points[4 * k] > v->points[4 * (k - 1)]))
-                FAIL_AT(err, row, "%s[%d]: its time %g does not come after %g", path, k, v->points[4 * k],
+        if (parse_rows(n, path, s, 4, "a keyframe [t, x, y, z]", v, err)) return -1;
+        for (int k = 1; k < v->npoints; k++)
+            if (!(v->points[4 * k] > v->points[4 * (k - 1)]))
+                FAIL_AT(err, n->child[k], "%s[%d]: its time %g does not come after %g", path, k, v->points[4 * k],
                         v->points[4 * (k - 1)]);
-        }
         return 0;
     }
     return -1;
