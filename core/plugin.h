@@ -169,7 +169,7 @@ typedef enum csm_kind {
 #define CSM_PLASTICITY_VERSION 1
 #define CSM_RECLUSTERER_VERSION 1
 #define CSM_FORCE_VERSION 1
-#define CSM_COLLIDER_VERSION 1
+#define CSM_COLLIDER_VERSION 2
 
 /* Advances particles by one step of length h. create sees the world as it starts (particles,
    clusters, densities), so it can size and prefactor what it needs; a step can compare
@@ -232,11 +232,19 @@ typedef struct csm_force {
     const csm_log_field *fields;
 } csm_force;
 
-/* Moves particles out of an obstacle after the integrator. */
+/* Moves particles out of an obstacle: inside the integrator's iterations (project, from
+   version 2) and after the integrator (apply), where it answers on velocities with restitution
+   and friction. */
 typedef struct csm_collider {
     CSM_PLUGIN_HEAD;
     CSM_STAGE_FUNCTIONS;
     const csm_log_field *fields;
+    /* Version 2; NULL: apply alone. Pushes positions x out of the collider as it stands at the
+       step's end (w->time + h), velocities untouched; the integrators call it after their
+       prediction and after each iteration (csm_world_project). Returns the work its pushes did,
+       sum_i m_i dx_i . v_c / h with v_c the surface's velocity (0 at rest), or NaN when out of
+       memory. apply, after the integrator, answers every particle it pushed during the step. */
+    double (*project)(const struct csm_world *w, void *state, double h, double *x);
 } csm_collider;
 
 /* Updates each cluster's plastic deformation F^p. */

@@ -77,7 +77,10 @@ static int create_stage(csm_kind kind, const csm_plugin_cfg *pc, const csm_world
         STAGE_OF(csm_force, pc->plugin, st);
         st->potential = ((const csm_force *)pc->plugin)->potential;
         break;
-    case CSM_KIND_COLLIDER: STAGE_OF(csm_collider, pc->plugin, st); break;
+    case CSM_KIND_COLLIDER:
+        STAGE_OF(csm_collider, pc->plugin, st);
+        if (((const csm_collider *)pc->plugin)->version >= 2) st->project = ((const csm_collider *)pc->plugin)->project;
+        break;
     case CSM_KIND_PLASTICITY: STAGE_OF(csm_plasticity, pc->plugin, st); break;
     case CSM_KIND_RECLUSTERER: STAGE_OF(csm_reclusterer, pc->plugin, st); break;
     default: return csm_fail(err, CSM_EXIT_FAILURE, "%s is not a stage", csm_kind_name(kind));
@@ -192,6 +195,16 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         rc = create_stage(CSM_KIND_FORCE, &cfg->forces[k], w, &sim->forces[k], err);
     for (int k = 0; k < cfg->ncolliders && !rc; k++)
         rc = create_stage(CSM_KIND_COLLIDER, &cfg->colliders[k], w, &sim->colliders[k], err);
+    sim->constraints = calloc(1, sizeof *sim->constraints);
+    if (!sim->constraints) abort();
+    csm_constraints *k = sim->constraints;
+    k->colliders = sim->colliders;
+    k->ncolliders = sim->ncolliders;
+    k->step = -1;
+    for (int c = 0; c < cfg->ncolliders && !rc; c++) k->nprojecting += sim->colliders[c].project != NULL;
+    k->contact = cfg->contact.method != CSM_CONTACT_NONE;
+    if (!rc && k->contact) rc = csm_contacts_init(&k->contacts, &cfg->contact, w, err);
+    if (k->nprojecting || k->contact) w->constraints = k;
     if (!rc) rc = create_stage(CSM_KIND_PLASTICITY, &cfg->plasticity, w, &sim->plasticity, err);
     /* plasticity.update: lagged (index 1 of jones2016's immediate|lagged) keeps each cluster's F
        from one step to the next */
@@ -218,6 +231,12 @@ void csm_sim_destroy(csm_sim *sim)
     destroy_stage(&sim->recluster);
     free(sim->forces);
     free(sim->colliders);
+    if (sim->constraints) {
+        csm_contacts_free(&sim->constraints->contacts);
+        free(sim->constraints->scratch);
+        free(sim->constraints->x_start);
+        free(sim->constraints);
+    }
     free(sim->distance);
     free(sim->work_force);
     free(sim->collider_before);
@@ -270,6 +289,43 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
     return isfinite(work) ? work : 0.0;
 }
 
+int csm_world_project(csm_world *w, double *x, double h)
+{
+    csm_constraints *k = w->constraints;
+    if (!k) return 0;
+    if (k->step != w->step) {
+        k->step = w->step;
+        if (k->contact && csm_contacts_find(&k->contacts, w, x)) k->failed = 1;
+    }
+    for (int c = 0; c < k->ncolliders; c++) {
+        const csm_stage *st = &k->colliders[c];
+        if (!st->project) continue;
+        double work = st->project(w, st->state, h, x);
+        if (isnan(work))
+            k->failed = 1;
+        else
+            k->work += work;
+    }
+    if (k->contact && !k->failed) csm_contacts_project(&k->contacts, w, x);
+    return 1;
+}
+
+/* After the integrator: an integrator that never called csm_world_project (a plugin's own) meets
+   the constraints once, after its step, with the velocities changed by what they moved. */
+static int project_after(csm_sim *sim, double h)
+{
+    csm_world *w = &sim->w;
+    csm_constraints *k = w->constraints;
+    if (!k || k->step == w->step) return 0;
+    csm_particles *P = &w->P;
+    int64_t m = 3 * (int64_t)P->n;
+    if (csm_grow((void **)&k->scratch, &k->cap_scratch, m, sizeof(double))) return -1;
+    memcpy(k->scratch, P->x, sizeof(double) * (size_t)m);
+    csm_world_project(w, P->x, h);
+    for (int64_t a = 0; a < m; a++) P->v[a] += (P->x[a] - k->scratch[a]) / h;
+    return 0;
+}
+
 int csm_sim_step(csm_sim *sim, double h, csm_error *err)
 {
     csm_world *w = &sim->w;
@@ -277,6 +333,16 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     double t0 = csm_now();
     int32_t n = w->P.n;
     size_t bytes = sizeof(double) * 3 * (size_t)n;
+    csm_constraints *kc = w->constraints;
+    if (kc) {
+        kc->work = 0;
+        kc->failed = 0;
+        if (csm_grow((void **)&kc->x_start, &kc->cap_x_start, 3 * (int64_t)n, sizeof(double)))
+            return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for contacts");
+        memcpy(kc->x_start, w->P.x, bytes);
+        w->x_step = kc->x_start;
+        if (kc->contact) csm_contacts_start(&kc->contacts, kc->x_start);
+    }
     memset(w->P.force, 0, bytes);
     int working = 0; /* a force without a potential acted: its work is counted */
     for (int k = 0; k < sim->nforces; k++) {
@@ -295,6 +361,10 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
             for (int64_t a = 0; a < 3 * (int64_t)n; a++) sim->work_force[a] += w->P.force[a] - sim->force_before[a];
     }
     if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
+    if (kc) {
+        if (project_after(sim, h) || kc->failed) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for contacts");
+        sim->work_external += kc->work;
+    }
     if (working) {
         double power = 0;
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) power += sim->work_force[a] * w->P.v[a];
@@ -312,6 +382,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     for (int k = 0; k < sim->ncolliders; k++)
         if (apply_stage(&sim->colliders[k], w, h, err)) return -1;
     if (sim->ncolliders) sim->work_external += collider_work(sim, sim->collider_before, U0, h);
+    w->x_step = NULL;
     double t1 = csm_now();
     if (apply_stage(&sim->plasticity, w, h, err)) return -1;
     double t2 = csm_now();
@@ -468,6 +539,11 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         if (cond > d->max_cond_Fp) d->max_cond_Fp = cond;
     }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
+    if (sim->constraints && sim->constraints->contact) {
+        const csm_contacts *ct = &sim->constraints->contacts;
+        d->contact_pairs = ct->npairs;
+        d->contact_depth = csm_contacts_depth(ct, P->x);
+    }
     elastic_parts(sim, d);
     double energy = d->kinetic + d->potential + d->elastic + d->elastic_lag;
     if (!sim->have_energy0) {

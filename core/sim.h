@@ -5,6 +5,7 @@
 #define CSM_SIM_H
 
 #include "config.h"
+#include "contact.h"
 #include "plugin.h"
 #include "world.h"
 
@@ -17,8 +18,23 @@ typedef struct csm_stage {
     void (*destroy)(void *state);
     double (*potential)(const csm_world *w, const void *state);       /* forces; NULL: none */
     const csm_log_field *fields;                                        /* NULL: none */
+    double (*project)(const csm_world *w, void *state, double h, double *x); /* colliders; NULL: none */
     void *state;
 } csm_stage;
+
+/* What csm_world_project projects onto: the colliders that project and the contacts. */
+typedef struct csm_constraints {
+    csm_stage *colliders;
+    int ncolliders, nprojecting;
+    int contact;                 /* contact.method is not none */
+    csm_contacts contacts;
+    int64_t step;                /* the step whose first projection found the pairs (-1: none yet) */
+    double work;                 /* J: the colliders' pushes this step (csm_collider.project) */
+    int failed;                  /* out of memory inside a projection: the step fails */
+    double *scratch;             /* [3n] for an integrator that does not project: x before the contacts */
+    double *x_start;             /* [3n] the positions at the step's start (w->x_step during the step) */
+    int64_t cap_scratch, cap_x_start;
+} csm_constraints;
 
 typedef struct csm_sim {
     csm_world w;
@@ -44,6 +60,7 @@ typedef struct csm_sim {
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
     double *collider_before;           /* [6n] x and v before the colliders, for their work */
     unsigned char *touched;            /* [k] clusters the colliders moved a particle of */
+    csm_constraints *constraints;      /* w.constraints */
     int64_t work_cap[4];
 } csm_sim;
 
@@ -80,6 +97,8 @@ typedef struct csm_diag {
     /* J: kinetic + potential + elastic + elastic_lag - frame 0's - work_external + dissipated,
        the energy the simulation created (> 0) or lost without account (< 0) */
     double energy_error;
+    int32_t contact_pairs; /* the broad phase's pairs of the last step */
+    double contact_depth;  /* m: the deepest overlap d - |x_i - x_j| over them (0: none) */
 } csm_diag;
 
 /* Fits every cluster at the current positions (so logged R and com describe the logged

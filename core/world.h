@@ -239,7 +239,20 @@ typedef struct csm_world {
     int spring_capped;
     int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
     csm_report *report;          /* the simulation's report; NULL in a world made without one */
+    /* The position constraints the integrators project inside their iterations: the colliders
+       and the contacts between particles (csm_world_project). The simulation owns them; NULL in a
+       world made without one. */
+    struct csm_constraints *constraints;
+    const double *x_step;        /* [3n] the positions at the start of the step under way, while the
+                                    constraints project (their friction's slip); NULL otherwise */
 } csm_world;
+
+/* Project positions x (the integrator's iterate) onto the world's constraints: every collider
+   that projects, then the contacts between particles (core/contact.h), whose pairs the first
+   call of a step finds. An integrator calls it after its prediction and after each iteration,
+   so that contact is firm inside the solve and not only after it. Returns whether there is
+   anything to project (0: the call did nothing, and need not be made). */
+int csm_world_project(csm_world *w, double *x, double h);
 
 /* Record a reclustering event in w->report (stamped with its frame and the world's time).
    Returns -1 when out of memory. */

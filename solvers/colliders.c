@@ -4,6 +4,7 @@
    and angular velocity between `from` and `until`. Pinned particles (inverse mass 0) never
    move. */
 #include "csm_math.h"
+#include "grow.h"
 #include "plugin.h"
 #include "world.h"
 
@@ -147,40 +148,186 @@ static void surface_velocity(const stride *s, const double x[3], double vc[3])
     for (int a = 0; a < 3; a++) vc[a] = (x[a] - (s->c0[a] + r0[a])) / s->h;
 }
 
-/* A particle found `depth` (< 0) inside a surface with unit outward normal n, moving at vc:
-   project it onto the surface; if it approaches, reverse the normal velocity relative to the
-   surface (times restitution) and take Coulomb friction off the relative tangential velocity,
-   bounded by the normal impulse (no reversal). */
-static void respond(const response *r, const double n[3], double depth, const double vc[3], double x[3], double v[3])
-{
-    for (int d = 0; d < 3; d++) x[d] -= depth * n[d];
-    double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
-    double vn = csm_v3_dot(n, u);
-    if (vn >= 0) return;
-    double vt[3] = {u[0] - vn * n[0], u[1] - vn * n[1], u[2] - vn * n[2]};
-    double e = -vn < r->bounce_threshold ? 0.0 : r->restitution;
-    double dvn = -(1.0 + e) * vn; /* normal impulse per unit mass */
-    double vt_len = csm_v3_norm(vt);
-    double keep = vt_len > 0 ? fmax(0.0, 1.0 - r->friction * dvn / vt_len) : 0.0;
-    for (int d = 0; d < 3; d++) v[d] = vc[d] + keep * vt[d] - e * vn * n[d];
-}
+/* A collider's state: its parameters, where it stands over the step, and the particles its
+   projections inside the integrator's iterations pushed this step (hit), with the normal
+   velocity each approached at (vn, relative to the surface), the distance the pushes moved it
+   along the normal in all (push: its normal impulse times h / m_i, the weight the particle
+   carries for the ones above it included) and the distance friction took off its slip (held),
+   which apply answers. */
+typedef struct placed {
+    stride st;
+    double n[3], offset; /* plane: the normal and offset at the step's end */
+    double R[9];         /* box: its axes at the step's end, as columns */
+} placed;
 
-/* The response of particle i to a surface at depth < 0 with outward normal n, at the step's end:
-   projected onto the surface, then answering the velocity of the surface point it now touches. */
-static void respond_particle(const response *r, const stride *s, const double n[3], double depth, csm_particles *P,
-                             int32_t i)
-{
-    double vc[3], *x = &P->x[3 * i];
-    for (int d = 0; d < 3; d++) x[d] -= depth * n[d];
-    surface_velocity(s, x, vc);
-    respond(r, n, 0.0, vc, x, &P->v[3 * i]);
-}
+typedef struct collider collider;
+typedef struct shape_ops {
+    void (*place)(const collider *c, double t0, double h, placed *pl);
+    /* the depth of x (< 0: inside) and the outward normal n there, at the step's end */
+    double (*depth)(const collider *c, const placed *pl, const double x[3], double n[3]);
+} shape_ops;
 
 typedef struct plane {
     double normal[3], offset;
     response r;
     motion m;
 } plane;
+
+typedef struct sphere {
+    double center[3], radius;
+    int inside;
+    response r;
+    motion m;
+} sphere;
+
+typedef struct box {
+    double center[3], size[3], rotate[3];
+    int inside;
+    response r;
+    motion m;
+    double R0[9]; /* the initial orientation, from rotate */
+} box;
+
+struct collider {
+    const shape_ops *ops;
+    const response *r;
+    const motion *m;
+    unsigned char *hit; /* [n] */
+    double *vn, *push, *held; /* [n] */
+    int64_t cap_hit, cap_vn, cap_push, cap_held;
+    int64_t step; /* the step hit covers */
+    union {
+        plane plane;
+        sphere sphere;
+        box box;
+    } u;
+};
+
+/* A collider with a copy of the parameters (size bytes of them) as its state; NULL when out of
+   memory. */
+static collider *collider_new(const csm_plugin_cfg *cfg, const shape_ops *ops, size_t size, void **state)
+{
+    collider *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->ops = ops;
+    c->step = -1;
+    memcpy(&c->u, csm_cfg_params(cfg), size);
+    *state = c;
+    return c;
+}
+
+static void collider_destroy(void *state)
+{
+    collider *c = state;
+    if (c) {
+        free(c->hit);
+        free(c->vn);
+        free(c->push);
+        free(c->held);
+    }
+    free(c);
+}
+
+/* Inside the integrator's iterations: push x out onto the surface at the step's end, note each
+   particle pushed and the normal velocity it came in at (its velocity v* of the step, relative
+   to the surface), and return the work of the pushes, sum_i m_i dx_i . v_c / h: the impulse
+   m_i dx_i / h the surface gives, times the surface's velocity (0 for a collider at rest). */
+static double collider_project(const csm_world *w, void *state, double h, double *x)
+{
+    collider *c = state;
+    const csm_particles *P = &w->P;
+    if (c->step != w->step) {
+        if (csm_grow((void **)&c->hit, &c->cap_hit, P->n, 1) || csm_grow((void **)&c->vn, &c->cap_vn, P->n, sizeof *c->vn) ||
+            csm_grow((void **)&c->push, &c->cap_push, P->n, sizeof *c->push) ||
+            csm_grow((void **)&c->held, &c->cap_held, P->n, sizeof *c->held))
+            return NAN; /* out of memory: the step fails */
+        memset(c->hit, 0, (size_t)P->n);
+        c->step = w->step;
+    }
+    placed pl;
+    c->ops->place(c, w->time, h, &pl);
+    double work = 0, mu = c->r->friction;
+    for (int32_t i = 0; i < P->n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        double n[3], vc[3], *xi = &x[3 * i];
+        double depth = c->ops->depth(c, &pl, xi, n);
+        if (depth >= 0 && !c->hit[i]) continue;
+        if (depth < 0)
+            for (int d = 0; d < 3; d++) xi[d] -= depth * n[d];
+        surface_velocity(&pl.st, xi, vc);
+        if (!c->hit[i]) {
+            const double *v = &P->v[3 * i];
+            double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
+            c->vn[i] = csm_v3_dot(n, u);
+            c->push[i] = c->held[i] = 0;
+            c->hit[i] = 1;
+        }
+        if (depth < 0) {
+            c->push[i] -= depth;
+            work += -depth * P->mass[i] * csm_v3_dot(n, vc) / h;
+        }
+        if (mu > 0 && w->x_step) { /* friction (after Macklin et al. 2014 Sec 6.1): the slip over the step relative
+                                      to the surface, taken back up to mu times the pushes so far */
+            const double *a = &w->x_step[3 * i];
+            double slip[3];
+            for (int d = 0; d < 3; d++) slip[d] = xi[d] - a[d] - h * vc[d];
+            double sn = csm_v3_dot(slip, n);
+            for (int d = 0; d < 3; d++) slip[d] -= sn * n[d];
+            double len = csm_v3_norm(slip), t = fmin(len, mu * c->push[i] - c->held[i]);
+            if (!(t > 0)) continue;
+            c->held[i] += t;
+            for (int d = 0; d < 3; d++) xi[d] -= t * slip[d] / len;
+            work -= P->mass[i] * t * csm_v3_dot(slip, vc) / (len * h);
+        }
+    }
+    return work;
+}
+
+/* After the integrator, on velocities: a particle still inside is projected onto the surface;
+   every particle inside or pushed this step answers the velocity of the surface point it
+   touches. Its normal velocity relative to the surface leaves at restitution times the speed it
+   came in at (none below the bounce threshold), or faster where the step already separates it;
+   Coulomb friction takes off the relative tangential velocity, bounded by what is left of mu
+   times the normal impulse of the whole step (the pushes inside the iterations, push / h, and
+   this answer's) once the projections' friction took its part (no reversal). Friction acts in
+   the projections first because on velocities alone a particle that carries the weight of
+   others slides a little every step (its neighbours drag it within the iterations) and creeps
+   without end. */
+static int collider_apply(csm_world *w, void *state, double h, csm_error *err)
+{
+    (void)err;
+    collider *c = state;
+    csm_particles *P = &w->P;
+    const response *r = c->r;
+    int pushed = c->step == w->step;
+    placed pl;
+    c->ops->place(c, w->time, h, &pl);
+    for (int32_t i = 0; i < P->n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        double n[3], *x = &P->x[3 * i], *v = &P->v[3 * i];
+        double depth = c->ops->depth(c, &pl, x, n);
+        int hit = pushed && c->hit[i];
+        if (depth >= 0 && !hit) continue;
+        if (depth < 0)
+            for (int d = 0; d < 3; d++) x[d] -= depth * n[d];
+        double vc[3];
+        surface_velocity(&pl.st, x, vc);
+        double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
+        double vn = csm_v3_dot(n, u), vin = hit ? c->vn[i] : vn;
+        if (vin >= 0 && vn >= 0) continue;
+        vin = fmin(vin, vn);
+        double e = -vin < r->bounce_threshold ? 0.0 : r->restitution;
+        double vout = fmax(vn, -e * vin);
+        double vt[3] = {u[0] - vn * n[0], u[1] - vn * n[1], u[2] - vn * n[2]};
+        double vt_len = csm_v3_norm(vt);
+        /* what is left of mu times the normal impulse (per unit mass) after the projections' friction */
+        double left = hit ? (r->friction * c->push[i] - c->held[i]) / h : 0.0;
+        double keep = vt_len > 0 ? fmax(0.0, 1.0 - (left + r->friction * (vout - vn)) / vt_len) : 0.0;
+        for (int d = 0; d < 3; d++) v[d] = vc[d] + keep * vt[d] + vout * n[d];
+    }
+    if (pushed) c->step = -1;
+    return 0;
+}
 
 static const csm_param_spec plane_params[] = {
     CSM_P_VEC3(plane, normal, 0, 1, 0, -1e9, 1e9, "plane normal (normalised; points out of the solid side)"),
@@ -190,6 +337,24 @@ static const csm_param_spec plane_params[] = {
     CSM_PARAM_END,
 };
 
+static void plane_place(const collider *c, double t0, double h, placed *pl)
+{
+    const plane *s = &c->u.plane;
+    double centre[3] = {s->offset * s->normal[0], s->offset * s->normal[1], s->offset * s->normal[2]};
+    stride_begin(&pl->st, &s->m, centre, t0, h);
+    csm_m3_mul_v3(pl->st.R1, s->normal, pl->n);
+    pl->offset = csm_v3_dot(pl->n, pl->st.c1);
+}
+
+static double plane_depth(const collider *c, const placed *pl, const double x[3], double n[3])
+{
+    (void)c;
+    memcpy(n, pl->n, 3 * sizeof *n);
+    return csm_v3_dot(pl->n, x) - pl->offset;
+}
+
+static const shape_ops plane_ops = {plane_place, plane_depth};
+
 static int plane_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     (void)w;
@@ -197,48 +362,24 @@ static int plane_create(const csm_plugin_cfg *cfg, const csm_world *w, void **st
     double len = csm_v3_norm(p->normal);
     if (!(len > 0)) return csm_cfg_fail(cfg, err, "normal must not be zero");
     if (motion_check(cfg, &p->m, err)) return -1;
-    plane *s = malloc(sizeof *s);
-    if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    *s = *p;
-    for (int d = 0; d < 3; d++) s->normal[d] = p->normal[d] / len;
-    *state = s;
-    return 0;
-}
-
-static int plane_apply(csm_world *w, void *state, double h, csm_error *err)
-{
-    (void)err;
-    const plane *s = state;
-    double centre[3] = {s->offset * s->normal[0], s->offset * s->normal[1], s->offset * s->normal[2]}, n[3];
-    stride st;
-    stride_begin(&st, &s->m, centre, w->time, h);
-    csm_m3_mul_v3(st.R1, s->normal, n);
-    double offset = csm_v3_dot(n, st.c1);
-    csm_particles *P = &w->P;
-    for (int32_t i = 0; i < P->n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        double depth = csm_v3_dot(n, &P->x[3 * i]) - offset;
-        if (depth < 0) respond_particle(&s->r, &st, n, depth, P, i);
-    }
+    collider *c = collider_new(cfg, &plane_ops, sizeof *p, state);
+    if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    for (int d = 0; d < 3; d++) c->u.plane.normal[d] = p->normal[d] / len;
+    c->r = &c->u.plane.r;
+    c->m = &c->u.plane.m;
     return 0;
 }
 
 const csm_collider csm_collider_plane = {
-    .version = 1,
+    .version = 2,
     .name = "plane",
     .summary = "half-space normal . x >= offset with restitution and Coulomb friction; it may move and turn",
     .params = plane_params,
     .create = plane_create,
-    .apply = plane_apply,
-    .destroy = free,
+    .apply = collider_apply,
+    .destroy = collider_destroy,
+    .project = collider_project,
 };
-
-typedef struct sphere {
-    double center[3], radius;
-    int inside;
-    response r;
-    motion m;
-} sphere;
 
 static const csm_param_spec sphere_params[] = {
     CSM_P_VEC3(sphere, center, 0, 0, 0, -1e9, 1e9, "centre of the sphere (at rest)"),
@@ -250,60 +391,50 @@ static const csm_param_spec sphere_params[] = {
     CSM_PARAM_END,
 };
 
+static void sphere_place(const collider *c, double t0, double h, placed *pl)
+{
+    stride_begin(&pl->st, &c->u.sphere.m, c->u.sphere.center, t0, h);
+}
+
+static double sphere_depth(const collider *c, const placed *pl, const double x[3], double n[3])
+{
+    const sphere *s = &c->u.sphere;
+    const double *o = pl->st.c1;
+    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+    double dist = csm_v3_norm(r);
+    n[0] = n[2] = 0;
+    n[1] = 1; /* a particle exactly at the centre leaves upwards */
+    if (dist > 0)
+        for (int d = 0; d < 3; d++) n[d] = (s->inside ? -r[d] : r[d]) / dist;
+    return s->inside ? s->radius - dist : dist - s->radius;
+}
+
+static const shape_ops sphere_ops = {sphere_place, sphere_depth};
+
 static int sphere_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
     (void)w;
     const sphere *p = csm_cfg_params(cfg);
     if (!(p->radius > 0)) return csm_cfg_fail(cfg, err, "radius must be positive");
     if (motion_check(cfg, &p->m, err)) return -1;
-    sphere *s = malloc(sizeof *s);
-    if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    *s = *p;
-    *state = s;
-    return 0;
-}
-
-static int sphere_apply(csm_world *w, void *state, double h, csm_error *err)
-{
-    (void)err;
-    const sphere *s = state;
-    stride st;
-    stride_begin(&st, &s->m, s->center, w->time, h);
-    const double *c = st.c1;
-    csm_particles *P = &w->P;
-    for (int32_t i = 0; i < P->n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        const double *x = &P->x[3 * i];
-        double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
-        double dist = csm_v3_norm(r);
-        double depth = s->inside ? s->radius - dist : dist - s->radius;
-        if (depth >= 0) continue;
-        double n[3] = {0, 1, 0}; /* a particle exactly at the centre leaves upwards */
-        if (dist > 0)
-            for (int d = 0; d < 3; d++) n[d] = (s->inside ? -r[d] : r[d]) / dist;
-        respond_particle(&s->r, &st, n, depth, P, i);
-    }
+    collider *c = collider_new(cfg, &sphere_ops, sizeof *p, state);
+    if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    c->r = &c->u.sphere.r;
+    c->m = &c->u.sphere.m;
     return 0;
 }
 
 const csm_collider csm_collider_sphere = {
-    .version = 1,
+    .version = 2,
     .name = "sphere",
     .summary = "a solid ball (or, with inside, a spherical shell) with restitution and Coulomb friction; it may move "
                "and turn",
     .params = sphere_params,
     .create = sphere_create,
-    .apply = sphere_apply,
-    .destroy = free,
+    .apply = collider_apply,
+    .destroy = collider_destroy,
+    .project = collider_project,
 };
-
-typedef struct box {
-    double center[3], size[3], rotate[3];
-    int inside;
-    response r;
-    motion m;
-    double R0[9]; /* the initial orientation, from rotate */
-} box;
 
 static const csm_param_spec box_params[] = {
     CSM_P_VEC3(box, center, 0, 0, 0, -1e9, 1e9, "centre of the box (at rest)"),
@@ -314,21 +445,6 @@ static const csm_param_spec box_params[] = {
     MOTION_PARAMS(box),
     CSM_PARAM_END,
 };
-
-static int box_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
-{
-    (void)w;
-    const box *p = csm_cfg_params(cfg);
-    if (!(p->size[0] > 0 && p->size[1] > 0 && p->size[2] > 0))
-        return csm_cfg_fail(cfg, err, "size must be positive along every axis");
-    if (motion_check(cfg, &p->m, err)) return -1;
-    box *s = malloc(sizeof *s);
-    if (!s) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    *s = *p;
-    csm_m3_rotation_degrees(p->rotate, s->R0); /* as a shape's rotate */
-    *state = s;
-    return 0;
-}
 
 /* The push out of a solid box: through the face nearest to the particle (the smallest
    penetration), or, for a container, back through every face it crossed. l is the particle in
@@ -362,36 +478,49 @@ static double box_contact(const double l[3], const double half[3], int inside, d
     return -out;
 }
 
-static int box_apply(csm_world *w, void *state, double h, csm_error *err)
+static void box_place(const collider *c, double t0, double h, placed *pl)
 {
-    (void)err;
-    const box *s = state;
-    double R[9], half[3] = {0.5 * s->size[0], 0.5 * s->size[1], 0.5 * s->size[2]};
-    stride st;
-    stride_begin(&st, &s->m, s->center, w->time, h);
-    const double *c = st.c1;
-    csm_m3_mul(st.R1, s->R0, R); /* the box's axes are R's columns */
-    csm_particles *P = &w->P;
-    for (int32_t i = 0; i < P->n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        const double *x = &P->x[3 * i];
-        double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]}, l[3], nl[3], n[3];
-        for (int a = 0; a < 3; a++) l[a] = R[a] * r[0] + R[3 + a] * r[1] + R[6 + a] * r[2]; /* R^T r */
-        double depth = box_contact(l, half, s->inside, nl);
-        if (depth >= 0) continue;
-        csm_m3_mul_v3(R, nl, n);
-        respond_particle(&s->r, &st, n, depth, P, i);
-    }
+    stride_begin(&pl->st, &c->u.box.m, c->u.box.center, t0, h);
+    csm_m3_mul(pl->st.R1, c->u.box.R0, pl->R); /* the box's axes are R's columns */
+}
+
+static double box_depth(const collider *c, const placed *pl, const double x[3], double n[3])
+{
+    const box *s = &c->u.box;
+    const double *o = pl->st.c1, *R = pl->R;
+    double half[3] = {0.5 * s->size[0], 0.5 * s->size[1], 0.5 * s->size[2]};
+    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, l[3], nl[3];
+    for (int a = 0; a < 3; a++) l[a] = R[a] * r[0] + R[3 + a] * r[1] + R[6 + a] * r[2]; /* R^T r */
+    double depth = box_contact(l, half, s->inside, nl);
+    csm_m3_mul_v3(R, nl, n);
+    return depth;
+}
+
+static const shape_ops box_ops = {box_place, box_depth};
+
+static int box_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    (void)w;
+    const box *p = csm_cfg_params(cfg);
+    if (!(p->size[0] > 0 && p->size[1] > 0 && p->size[2] > 0))
+        return csm_cfg_fail(cfg, err, "size must be positive along every axis");
+    if (motion_check(cfg, &p->m, err)) return -1;
+    collider *c = collider_new(cfg, &box_ops, sizeof *p, state);
+    if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    csm_m3_rotation_degrees(p->rotate, c->u.box.R0); /* as a shape's rotate */
+    c->r = &c->u.box.r;
+    c->m = &c->u.box.m;
     return 0;
 }
 
 const csm_collider csm_collider_box = {
-    .version = 1,
+    .version = 2,
     .name = "box",
     .summary = "a solid box (or, with inside, a container) with restitution and Coulomb friction; it may move and "
                "turn",
     .params = box_params,
     .create = box_create,
-    .apply = box_apply,
-    .destroy = free,
+    .apply = collider_apply,
+    .destroy = collider_destroy,
+    .project = collider_project,
 };

@@ -9,6 +9,7 @@
      5      g = goals(gamma)                                 (Bargteil-Jones Algorithm 2, the shared kernel)
      6      x^(j+1) = omega g + (1 - omega) x^j
             volume split: one pass of the clusters' det F = 1 constraints (csm_volume_project)
+            the colliders and contacts (csm_world_project, also once on x^0)
      9  v = v* + (x^iterations - x^0) / h
 
    Under solver.volume: split the goals of lines 1 and 5 hold shape only, so the volume pass runs
@@ -208,13 +209,16 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
        skipping the fits keeps the clusters' warm-start rotations exactly as shape matching
        leaves them, so the two integrators stay equal bit for bit). With volume split the
        springs hold no volume: one projection of the volume constraints is the whole loop. */
-    if (!project && !split) return 0;
-    int32_t loops = project ? s->iterations : 1;
+    int constrained = w->constraints != NULL;
+    if (!project && !split && !constrained) return 0;
+    int32_t loops = project ? s->iterations : split ? 1 : 0;
     if (!project && grow(&s->x0, &s->n, n, 3, err)) return -1;
 
     /* Lines 4-7: Jacobi strain-limiting (or, with gamma = 0, PBD) projections, each followed by
-       one of the volume constraints under volume split. */
+       one of the volume constraints under volume split; the colliders and contacts are projected
+       on the prediction and after every pass (csm_world_project). */
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
+    csm_world_project(w, x, h);
     double om = s->omega;
     for (int j = 0; j < loops; j++) {
         if (project) {
@@ -226,6 +230,7 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
             }
         }
         if (split) csm_volume_project(w, x, h, s->lambda, s->scratch);
+        csm_world_project(w, x, h);
     }
     /* Line 9. */
     double inv_h = 1.0 / h;

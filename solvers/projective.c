@@ -292,10 +292,12 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     /* the start: y, or x(t) when its objective is lower (then the step cannot end above x(t)'s) */
     double gy = objective(s, w, s->y, h), gx = objective(s, w, s->x0, h);
     if (gy <= gx) memcpy(x, s->y, sizeof(double) * 3 * (size_t)n);
+    csm_world_project(w, x, h); /* colliders and contacts, on the start and after every global step */
     for (int it = 0; it < s->iterations; it++) {
         memcpy(s->prev, x, sizeof(double) * 3 * (size_t)n);
         csm_fit_all(w, x); /* local step: R_c at x, through the rotation plugin */
         if (global_step(s, w, x, h, err)) return -1;
+        csm_world_project(w, x, h);
         double moved = 0, step = 0;
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
             moved = fmax(moved, fabs(x[a] - s->prev[a]));

@@ -112,6 +112,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
        velocity damped first as the explicit integrators damp it; the iterations start at y. */
     csm_implicit_predict(w, h, s->damping, s->viscosity, s->scratch, x);
     double h2 = h * h;
+    csm_world_project(w, x, h); /* colliders and contacts, on y and after every iteration */
     for (int it = 0; it < s->iterations; it++) {
         csm_fit_all(w, x);
 #pragma omp parallel for schedule(static)
@@ -140,6 +141,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         }
         /* volume split: the clusters' volume constraints, Gauss-Seidel after the memberships */
         if (w->volume == CSM_VOLUME_SPLIT) csm_volume_project(w, x, h, s->vlambda, s->scratch);
+        csm_world_project(w, x, h);
     }
     /* Velocities from the positions (Macklin et al. 2016 Algorithm 1, its last step). */
     csm_implicit_velocities(w, s->x0, h);

@@ -37,6 +37,24 @@ static const csm_param_spec output_params[] = {
     CSM_PARAM_END,
 };
 
+static const csm_param_spec contact_params[] = {
+    CSM_PARAM_FIELD("method", CSM_ENUM, csm_config, contact.method, CSM_CONTACT_NONE, 0, 0,
+                    "contact between particles: none, or particles (each a sphere of the radius below; pairs closer "
+                    "than two radii are pushed apart inside the integrator's iterations)", "none|particles", 0, 0, 0,
+                    NULL, 0),
+    CSM_PARAM_FIELD("radius", CSM_REAL, csm_config, contact.radius, 0, 0, 1e9,
+                    "m: each particle's radius (0: half the sampling spacing, the largest of the objects')", NULL, 0,
+                    0, 0, NULL, 0),
+    CSM_PARAM_FIELD("friction", CSM_REAL, csm_config, contact.friction, 0.3, 0, 100,
+                    "Coulomb friction coefficient between particles", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("self", CSM_BOOL, csm_config, contact.self, 0, 0, 1,
+                    "also between particles of one object, except two that share a cluster or lie within twice the "
+                    "contact distance in the rest shape", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("passes", CSM_INT, csm_config, contact.passes, 1, 1, 1000,
+                    "Gauss-Seidel passes over the pairs each time the integrator projects", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_END,
+};
+
 static const csm_param_spec top_params[] = {
     CSM_P_UNBOUND("name", CSM_STRING, 0, 0, 0, "experiment name (default: the config's file name)", NULL, "", 0),
     CSM_P_INT(csm_config, seed, 1, 0, 9007199254740992.0, "seed of every random choice"),
@@ -156,6 +174,7 @@ const csm_param_spec csm_solver_common_params[] = {
 static const csm_plugin_head config_sections[] = {
     {1, "(top level)", "name, seed", top_params},
     {1, "time", "time stepping", time_params},
+    {1, "contact", "contact between objects and within one (core/contact.h)", contact_params},
     {1, "output", "the HDF5 log", output_params},
     {1, "objects[].(body)", "per-object placement and mass", body_params},
     {1, "objects[].pinned.below|above", "kinematic particles", pin_table},
@@ -363,7 +382,7 @@ static int load(const char *path, const char *text, const char *const *overrides
 
     csm_node *root = cfg->root;
     static const char *const top_sections[] = {"time", "objects", "clustering", "solver", "plasticity",
-                                               "recluster", "forces", "colliders", "output", "plugins", "sweep", NULL};
+                                               "recluster", "forces", "colliders", "contact", "output", "plugins", "sweep", NULL};
     csm_value top[ROWS(top_params)] = {{0}};
     if (csm_section_fixed(root, "", top_params, top_sections, top, cfg, err)) {
         free(top[0].str);
@@ -490,6 +509,11 @@ static int load(const char *path, const char *text, const char *const *overrides
         goto fail;
     if (parse_plugin_list(root, "forces", CSM_KIND_FORCE, &cfg->forces, &cfg->nforces, err)) goto fail;
     if (parse_plugin_list(root, "colliders", CSM_KIND_COLLIDER, &cfg->colliders, &cfg->ncolliders, err))
+        goto fail;
+
+    csm_value kv[ROWS(contact_params)] = {{0}};
+    if (csm_section_fixed(csm_section_node(root, "contact", CSM_NODE_MAP), "contact", contact_params, NULL, kv, cfg,
+                          err))
         goto fail;
 
     csm_value ov[ROWS(output_params)] = {{0}};

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "contact.h"
 #include "error.h"
 #include "plugin.h"
 #include "world.h"
@@ -96,6 +97,7 @@ typedef struct csm_config {
     double bulk_modulus;      /* solver.bulk_modulus */
     csm_plugin_cfg *forces, *colliders;
     int nforces, ncolliders;
+    csm_contact_cfg contact;  /* the contact: section */
     char *output_path;
     int32_t output_every;
     int output_goals;         /* 0 or 1 */

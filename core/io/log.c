@@ -188,6 +188,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->goals = cfg->output_goals;
     log->quadratic = w->C.Q != NULL;
     log->lagged = w->C.F_lagged != NULL;
+    log->contact = cfg->contact.method != CSM_CONTACT_NONE;
     log->compression = cfg->output_compression;
     log->path = strdup(path);
     log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
@@ -228,6 +229,8 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= csm_h5_attr_int64(f, "substeps", cfg->substeps);
     rc |= csm_h5_attr_int64(f, "particles", w->P.n);
     rc |= csm_h5_attr_double(f, "object_spacing", w->object_spacing, w->nobjects);
+    if (w->constraints && w->constraints->contact)
+        rc |= csm_h5_attr_double(f, "contact.distance", &w->constraints->contacts.distance, 1);
     csm_cluster_stats cs;
     csm_cluster_stats_compute(&w->C, w->P.n, &cs);
     rc |= csm_h5_attr_int64(f, "clusters.count", cs.count);

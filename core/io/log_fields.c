@@ -46,6 +46,8 @@ ACCESSOR(d_dissipated_damping, &c->sim->report.dissipated[CSM_DISSIPATED_DAMPING
 ACCESSOR(d_dissipated_viscosity, &c->sim->report.dissipated[CSM_DISSIPATED_VISCOSITY])
 ACCESSOR(d_dissipated_plastic, &c->sim->report.dissipated[CSM_DISSIPATED_PLASTIC])
 ACCESSOR(d_recluster_energy, &c->sim->report.recluster_energy)
+ACCESSOR(d_contact_pairs, &c->d->contact_pairs)
+ACCESSOR(d_contact_depth, &c->d->contact_depth)
 ACCESSOR(d_ck_frame, &c->sim->frame)
 ACCESSOR(d_ck_step, &c->sim->w.step)
 ACCESSOR(d_ck_next_id, &c->sim->w.C.next_id)
@@ -118,6 +120,8 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_DISSIPATED_PLASTIC] = FIELD("/diagnostics/dissipated_plastic", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy the plastic flow released so far, at the positions of each step", 0, OPT_NONE, d_dissipated_plastic),
     [F_RECLUSTER_ENERGY] = FIELD("/diagnostics/recluster_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy reclustering's fades, additions and removals added so far (< 0: released), "
                              "at the positions of each step; part of energy_error, not of the dissipated sums", 0, OPT_NONE, d_recluster_energy),
+    [F_CONTACT_PAIRS] = FIELD("/diagnostics/contact_pairs", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "pairs of particles the contact broad phase listed in the frame's last step (within twice the contact distance)", 0, OPT_CONTACT, d_contact_pairs),
+    [F_CONTACT_DEPTH] = FIELD("/diagnostics/contact_depth", T_F64, SHAPE_SCALAR, ROWS_ONE, "m", "the deepest overlap d - |x_i - x_j| over those pairs at the frame's end (0: none), d the contact distance (the attribute contact.distance)", 0, OPT_CONTACT, d_contact_depth),
     [F_CK_FRAME] = FIELD("/checkpoint/frame", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "frames computed when each logged frame was written (logged frames are every output.every-th)", 0, OPT_NONE, d_ck_frame),
     [F_CK_STEP] = FIELD("/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE, d_ck_step),
     [F_CK_NEXT_ID] = FIELD("/checkpoint/next_id", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "id the next added cluster gets", 0, OPT_NONE, d_ck_next_id),
@@ -290,7 +294,7 @@ int csm_log_field_used(const csm_log *log, int k)
 {
     int opt = log->field[k].opt;
     return opt == OPT_NONE || (opt == OPT_GOALS && log->goals) || (opt == OPT_QUADRATIC && log->quadratic) ||
-           (opt == OPT_LAGGED && log->lagged);
+           (opt == OPT_LAGGED && log->lagged) || (opt == OPT_CONTACT && log->contact);
 }
 
 hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)

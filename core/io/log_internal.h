@@ -28,7 +28,8 @@ enum {
     ROWS_VERSIONS_PLUS_ONE, ROWS_REST_CLUSTERS, ROWS_REST_MEMBERS, /* per version of the rest data */
     ROWS_MVERSIONS_PLUS_ONE, ROWS_MV_OFFSETS, ROWS_MV_MEMBERS        /* per version of the memberships */
 }; /* the values are stored in a log's extra_datasets: append, never renumber */
-enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC, OPT_LAGGED }; /* written only with output.goals, solver.mode quadratic, plasticity.update lagged */
+enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC, OPT_LAGGED, OPT_CONTACT }; /* written only with output.goals, solver.mode quadratic,
+                                                                      plasticity.update lagged, contact.method not none */
 
 struct field_spec;
 struct csm_log;
@@ -62,7 +63,7 @@ enum {
     F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_GOAL_DISTANCE, F_WORK_EXTERNAL, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED, F_ENERGY_ERROR, F_ELASTIC_LAG, F_DISSIPATED_DAMPING,
-    F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC, F_RECLUSTER_ENERGY,
+    F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC, F_RECLUSTER_ENERGY, F_CONTACT_PAIRS, F_CONTACT_DEPTH,
     F_CK_FRAME, F_CK_STEP, F_CK_NEXT_ID, F_CK_VERSION, F_CK_Q, F_CK_FADE, F_CK_F, F_CK_T, F_CK_QUAD, F_CK_F_LAGGED,
     F_RV_CLUSTER_START, F_RV_MEMBER_START, F_RV_WBASE, F_RV_WMASS, F_RV_P, F_RV_MASS, F_RV_ARR, F_RV_RANK,
     F_RV_QMEAN, F_RV_AQQ,
@@ -97,7 +98,7 @@ struct csm_log {
     int64_t clusters_out;    /* rows of /clusters/com written */
     hid_t events;            /* /recluster/events */
     hid_t event_type;        /* its compound row type */
-    int goals, quadratic, lagged;
+    int goals, quadratic, lagged, contact;
     int compression; /* deflate level of the datasets it creates */
     char *path;
     double *goal;           /* [3n] gathered goals, with output.goals */

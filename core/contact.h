@@ -1,0 +1,76 @@
+/* Contact between particles: of two objects, and of one object with itself (the config's
+   `contact:` section). Each particle is a sphere of radius r; two spheres closer than the contact
+   distance d = 2 r are pushed apart along the line between them, a position constraint
+   |x_i - x_j| >= d projected inside the integrators' iterations (csm_world_project). Friction
+   acts on the same positions: a pair's tangential slip over the step is taken back, at most mu
+   times the pair's push apart so far (static friction while that suffices, kinetic beyond), so
+   the velocities the step derives from its positions meet Coulomb's law.
+
+   The broad phase is a hashed uniform grid rebuilt at the first projection of each step, on the
+   predicted positions: a counting sort of the particles by cell, then for each particle the 27
+   cells around it. It finds every pair within the search distance 2 d (so a pair that closes
+   during the iterations is already listed) in O(n), and it allocates nothing once its buffers
+   have grown to the scene. Everything is serial and in a fixed order, so the pairs and the
+   positions are the same bit for bit whatever the thread count. */
+#ifndef CSM_CONTACT_H
+#define CSM_CONTACT_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+struct csm_world;
+
+enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES };
+
+/* The `contact:` section. */
+typedef struct csm_contact_cfg {
+    int method;      /* CSM_CONTACT_* */
+    double radius;   /* m, each particle's; 0: half the sampling spacing of its object (the largest) */
+    double friction; /* Coulomb coefficient between particles */
+    int self;        /* also between particles of one object (csm_contacts_excluded) */
+    int32_t passes;  /* Gauss-Seidel passes over the pairs per projection */
+} csm_contact_cfg;
+
+typedef struct csm_contacts {
+    csm_contact_cfg cfg;
+    double distance;            /* d = 2 r */
+    int32_t npairs;
+    int32_t *pair;              /* [2 npairs] i < j, in increasing i, then in the order the cells list them */
+    double *normal;             /* [3 npairs] each pair's direction x_i - x_j at the step's start, normalised */
+    double *lambda;             /* [2 npairs] the step's accumulated push apart and tangential push (m / inverse mass) */
+    const double *x0;           /* [3n] the positions at the step's start (not owned); NULL: none given */
+    int32_t *cell_start;        /* [buckets + 1] counting sort of the particles by hashed cell */
+    int32_t *sorted;            /* [n] particle ids by bucket, increasing within one */
+    uint32_t *bucket;           /* [n] each particle's bucket */
+    int64_t cap_pair, cap_normal, cap_lambda, cap_start, cap_sorted, cap_bucket;
+    int32_t buckets;            /* a power of two, at least 2 n */
+} csm_contacts;
+
+/* Set up from the config; the world gives the default radius. */
+int csm_contacts_init(csm_contacts *c, const csm_contact_cfg *cfg, const struct csm_world *w, csm_error *err);
+void csm_contacts_free(csm_contacts *c);
+
+/* The pair (i, j) is no contact: a pinned pair, two particles of one object without `self`, or,
+   with `self`, two that lie closer than 2 d in the rest shape or share a cluster (they hold
+   each other through the shape matching already). */
+int csm_contacts_excluded(const csm_contacts *c, const struct csm_world *w, int32_t i, int32_t j);
+
+/* The step begins at positions x0 (the pairs' directions, the slip friction takes back), which
+   stay as they are until the step ends. */
+void csm_contacts_start(csm_contacts *c, const double *x0);
+
+/* The broad phase on positions x: every pair within 2 d that csm_contacts_excluded lets in.
+   Returns -1 when out of memory. */
+int csm_contacts_find(csm_contacts *c, const struct csm_world *w, const double *x);
+
+/* One projection of x onto the pairs' constraints (cfg.passes Gauss-Seidel passes, in pair
+   order). Each push apart moves the two particles against each other in proportion to their
+   inverse masses, so it keeps linear and angular momentum. */
+void csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
+
+/* The deepest overlap d - |x_i - x_j| over the listed pairs at positions x (0: none). */
+double csm_contacts_depth(const csm_contacts *c, const double *x);
+
+
+#endif
