@@ -13,7 +13,8 @@ export MPLBACKEND := Agg
 
 FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/drop_cube.md \
            $(OUT)/spring.md $(OUT)/rotation_rectangle.md $(OUT)/table1.md $(OUT)/beams.md \
-           $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md $(OUT)/integrators.md
+           $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md $(OUT)/integrators.md \
+           $(OUT)/contact.md
 
 .PHONY: figures build clean-figures movies reference
 figures: $(FIGURES)
@@ -172,6 +173,20 @@ $(OUT)/integrators.md:
 	$(PY) $(A)/convergence.py $(OUT)/integrators/refinement --where integrator=projective_dynamics --last 2 -o $(OUT)/integrators_refinement_pd >> $@.tmp
 	mv $@.tmp $@
 
+# Contact (ours): two bunnies dropped onto each other and the ground, a stack of five cubes, and
+# the plastic block in a press; renders coloured by object, then the overlaps, energies, timings.
+$(OUT)/contact.md:
+	data/fetch_meshes.sh
+	mkdir -p $(OUT)/contact
+	$(CSM) run $(C)/two_bunnies.yaml -o $(OUT)/contact/two_bunnies.h5 --force
+	$(CSM) run $(C)/stack.yaml -o $(OUT)/contact/stack.h5 --force
+	$(CSM) run $(C)/press.yaml -o $(OUT)/contact/press.h5 --force
+	$(PY) $(A)/render.py $(OUT)/contact/two_bunnies.h5 --frames 0,30,60,-1 --color object -o $(OUT)/two_bunnies > $@.tmp
+	$(PY) $(A)/render.py $(OUT)/contact/stack.h5 --frames 0,20,-1 --color object -o $(OUT)/stack >> $@.tmp
+	$(PY) $(A)/render.py $(OUT)/contact/press.h5 --frames 0,75,-1 --color displacement --view iso -o $(OUT)/press >> $@.tmp
+	$(PY) $(A)/contact.py $(OUT)/contact/two_bunnies.h5 $(OUT)/contact/stack.h5 >> $@.tmp
+	$(PY) $(A)/plasticity.py $(OUT)/contact/press.h5 >> $@.tmp
+	mv $@.tmp $@
 # Movies of the twisted and compressed beams (Debian's ffmpeg, which ./build.sh figures installs).
 movies: $(OUT)/table1.md
 	$(PY) $(A)/render.py $(OUT)/recluster/beam_twist.h5 --color new --view iso --every 2 --movie $(OUT)/beam_twist.mp4

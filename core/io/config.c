@@ -50,7 +50,7 @@ static const csm_param_spec contact_params[] = {
     CSM_PARAM_FIELD("self", CSM_BOOL, csm_config, contact.self, 0, 0, 1,
                     "also between particles of one object, except two that share a cluster or lie within twice the "
                     "contact distance in the rest shape", NULL, 0, 0, 0, NULL, 0),
-    CSM_PARAM_FIELD("passes", CSM_INT, csm_config, contact.passes, 1, 1, 1000,
+    CSM_PARAM_FIELD("passes", CSM_INT, csm_config, contact.passes, 3, 1, 1000,
                     "Gauss-Seidel passes over the pairs each time the integrator projects", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };

@@ -140,7 +140,7 @@ def colours(f, t, mode, initial):
 def render(f, frames, a, prefix, numbered):
     """One PNG per frame; the same limits and colour scale for all of them."""
     n = f["frames/positions"].shape[1]
-    spacing = float(f.attrs.get("object_spacing", 0)) or 0.02
+    spacing = float(np.max(f.attrs.get("object_spacing", 0))) or 0.02  # the largest object's
     initial = int(f["clusters/count"][0])
     pts = [project(f["frames/positions"][t], a.view)[0] for t in frames]
     lo = np.min([p.min(axis=0) for p in pts], axis=0) - spacing
