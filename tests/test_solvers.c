@@ -580,6 +580,21 @@ static void test_belt_carries_a_block(void **state)
     assert_close(vs, 0.0, 1e-9);
 }
 
+/* A plate pushes: the plane x = -0.4 (normal +x) moving at 0.5 m/s meets the block resting on a
+   floor with friction 0.5 after 0.4 s and drives it ahead at its own speed, the floor's friction
+   holding the block against it (0.5000 m/s, measured). On a frictionless floor the stiff block
+   leaves the plate at 0.58 m/s: the block's own elasticity, not the plate's restitution of 0. */
+static void test_plate_pushes_a_block(void **state)
+{
+    (void)state;
+    const char *push[] = {"colliders=[{type: plane, restitution: 0, friction: 0.5}, "
+                          "{type: plane, normal: [1, 0, 0], offset: -0.4, velocity: [0.5, 0, 0], restitution: 0, friction: 0}]",
+                          "solver={integrator: strain_limited, alpha: 1, gamma: 0, iterations: 10}"};
+    double v = mean_vx_late(push, 2, 30);
+    printf("block pushed by a 0.5 m/s plate: %.4f m/s\n", v);
+    assert_close(v, 0.5, 0.005);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_collider_path_is_checked),
         cmocka_unit_test(test_collider_keyframes),
         cmocka_unit_test(test_belt_carries_a_block),
+        cmocka_unit_test(test_plate_pushes_a_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
