@@ -203,7 +203,13 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     k->step = -1;
     for (int c = 0; c < cfg->ncolliders && !rc; c++) k->nprojecting += sim->colliders[c].project != NULL;
     k->contact = cfg->contact.method != CSM_CONTACT_NONE;
-    if (!rc && k->contact) rc = csm_contacts_init(&k->contacts, &cfg->contact, w, err);
+    k->timing = -1;
+    if (!rc && k->contact) {
+        rc = csm_contacts_init(&k->contacts, &cfg->contact, w, err);
+        k->timing = csm_report_timing(w->report, "contact",
+                                      "contact between particles: the broad phase and the projections of the pairs "
+                                      "(part of dynamics)");
+    }
     if (k->nprojecting || k->contact) w->constraints = k;
     if (!rc) rc = create_stage(CSM_KIND_PLASTICITY, &cfg->plasticity, w, &sim->plasticity, err);
     /* plasticity.update: lagged (index 1 of jones2016's immediate|lagged) keeps each cluster's F
@@ -293,6 +299,7 @@ int csm_world_project(csm_world *w, double *x, double h)
 {
     csm_constraints *k = w->constraints;
     if (!k) return 0;
+    double t0 = k->contact ? csm_now() : 0;
     if (k->step != w->step) {
         k->step = w->step;
         if (k->contact && csm_contacts_find(&k->contacts, w, x)) k->failed = 1;
@@ -307,6 +314,7 @@ int csm_world_project(csm_world *w, double *x, double h)
             k->work += work;
     }
     if (k->contact && !k->failed) csm_contacts_project(&k->contacts, w, x);
+    if (k->contact && k->timing >= 0 && w->report) w->report->timings.seconds[k->timing] += csm_now() - t0;
     return 1;
 }
 

@@ -27,6 +27,7 @@ typedef struct csm_constraints {
     csm_stage *colliders;
     int ncolliders, nprojecting;
     int contact;                 /* contact.method is not none */
+    int timing;                  /* the report's "contact" timing (-1: none) */
     csm_contacts contacts;
     int64_t step;                /* the step whose first projection found the pairs (-1: none yet) */
     double work;                 /* J: the colliders' pushes this step (csm_collider.project) */

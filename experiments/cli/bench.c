@@ -6,7 +6,8 @@
    Falkenstein 2017 Table 1 (median, 10th-90th percentile, mean), nanoseconds per membership per
    goal pass (the cost unit that compares across scenes and libraries: the dynamics time over the
    goal passes a frame makes and the memberships each pass visits), the peak resident memory and
-   a hash of the final positions and velocities. */
+   a hash of the final positions and velocities; with contact, the median ms/frame of the contact
+   stage (broad phase and projections, part of dynamics) and its nanoseconds per particle. */
 #include "commands.h"
 #include "args.h"
 #include "config.h"
@@ -64,6 +65,9 @@ static const scene scenes[] = {
     {"regions_5k", "17^3 grid, per-particle regions of radius 1.75 (Bender's region-based setting), shape matching, "
                    "one goal pass per frame, falling onto the ground",
      "regions.yaml", NULL, 30, 300},
+    {"bunnies_10", "ten bunnies of ~500 particles falling into a box, contact between particles (3 passes), "
+                   "strain-limited, 5 iterations",
+     "ten_bunnies.yaml", default_conserve, 30, 120},
     {"scale_10k", "box of 10,648 grid particles, random-radius clusters of ~30 members, strain-limited", "scale.yaml",
      NULL, 10, 100},
     {"scale_100k", "box of 103,823 grid particles, random-radius clusters of ~30 members, strain-limited",
@@ -176,6 +180,7 @@ typedef struct result {
     double ns_per_membership;
     double setup_s, peak_mib;
     double factor_s; /* a plugin's "factorisation" timing over the whole run, warm-up included */
+    double contact_ms; /* median of the "contact" timing over the measured frames (0: no contact) */
     uint64_t hash;
     const char *note;
 } result;
@@ -222,7 +227,7 @@ static int run_scene(const char *name, int threads, int frames_override, result 
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
     if (!sc) {
-        fprintf(stderr, "csm: bench: unknown scene '%s' (bunny, beam, beam_recluster, regions_5k, scale_N)\n", name);
+        fprintf(stderr, "csm: bench: unknown scene '%s' (csm bench --list)\n", name);
         return 2;
     }
     const char *sets[8];
@@ -250,9 +255,13 @@ static int run_scene(const char *name, int threads, int frames_override, result 
     double *ms = malloc(sizeof(double) * STAGES * (size_t)frames);
     if (!ms) abort();
     int rc = 0;
-    int kf = -1; /* the factorisation a plugin times, apart from the steps */
-    for (int k = 0; k < sim.report.ntimings; k++)
+    int kf = -1, kc = -1; /* the factorisation a plugin times, apart from the steps; the contact stage */
+    for (int k = 0; k < sim.report.ntimings; k++) {
         if (!strcmp(sim.report.timing_name[k], "factorisation")) kf = k;
+        if (!strcmp(sim.report.timing_name[k], "contact")) kc = k;
+    }
+    double *contact = malloc(sizeof(double) * (size_t)frames + 1);
+    if (!contact) abort();
     for (int f = 0; f < sc->warmup && !rc; f++) {
         rc = csm_sim_frame(&sim, &err);
         if (kf >= 0) r->factor_s += sim.last.seconds[kf];
@@ -266,6 +275,7 @@ static int run_scene(const char *name, int threads, int frames_override, result 
                             t->seconds[CSM_TIMING_RECLUSTERING], t->seconds[CSM_TIMING_EMBEDDING],
                             t->seconds[CSM_TIMING_TOTAL]};
         for (int s = 0; s < STAGES; s++) ms[s * frames + f] = 1e3 * v[s];
+        contact[f] = kc >= 0 ? 1e3 * t->seconds[kc] : 0.0;
         msum += sim.w.C.m;
     }
     if (rc) {
@@ -285,10 +295,13 @@ static int run_scene(const char *name, int threads, int frames_override, result 
             r->mean[s] = sum / frames;
         }
         r->ns_per_membership = 1e6 * r->median[0] / (r->passes * r->memberships);
+        qsort(contact, (size_t)frames, sizeof *contact, cmp_double);
+        r->contact_ms = percentile(contact, frames, 0.5);
         r->hash = state_hash(&sim.w.P);
         r->peak_mib = peak_mib();
     }
     free(ms);
+    free(contact);
     csm_sim_destroy(&sim);
     csm_config_free(&cfg);
     return rc ? (err.code ? err.code : 1) : 0;
@@ -301,12 +314,12 @@ static void print_header(int csv)
         for (int s = 0; s < STAGES; s++)
             printf(",%s_median_ms,%s_p10_ms,%s_p90_ms,%s_mean_ms", stage_names[s], stage_names[s], stage_names[s],
                    stage_names[s]);
-        printf(",ns_per_membership_pass,setup_s,peak_mib,hash,factor_s\n");
+        printf(",ns_per_membership_pass,setup_s,peak_mib,hash,factor_s,contact_median_ms,contact_ns_per_particle\n");
         return;
     }
-    printf("%-15s %3s %9s %8s %11s %6s %9s %9s %9s %9s %9s %17s %9s %8s %9s %8s %8s\n", "scene", "thr", "particles",
-           "clusters", "memberships", "passes", "dynamics", "plastic", "recluster", "embed", "total", "total p10-p90",
-           "mean", "ns/m/p", "peak MiB", "setup s", "factor s");
+    printf("%-15s %3s %9s %8s %11s %6s %9s %9s %9s %9s %9s %17s %9s %8s %9s %8s %8s %10s %9s\n", "scene", "thr",
+           "particles", "clusters", "memberships", "passes", "dynamics", "plastic", "recluster", "embed", "total",
+           "total p10-p90", "mean", "ns/m/p", "peak MiB", "setup s", "factor s", "contact ms", "ns/p");
 }
 
 static void print_result(const result *r, int csv)
@@ -315,15 +328,15 @@ static void print_result(const result *r, int csv)
         printf("%s,%d,%d,%d,%.1f,%g,%d", r->name, r->threads, r->particles, r->clusters, r->memberships, r->passes,
                r->frames);
         for (int s = 0; s < STAGES; s++) printf(",%.6f,%.6f,%.6f,%.6f", r->median[s], r->p10[s], r->p90[s], r->mean[s]);
-        printf(",%.3f,%.3f,%.1f,%016llx,%.4f\n", r->ns_per_membership, r->setup_s, r->peak_mib, (unsigned long long)r->hash,
-               r->factor_s);
+        printf(",%.3f,%.3f,%.1f,%016llx,%.4f,%.6f,%.1f\n", r->ns_per_membership, r->setup_s, r->peak_mib,
+               (unsigned long long)r->hash, r->factor_s, r->contact_ms, 1e6 * r->contact_ms / r->particles);
     } else {
         char spread[32];
         snprintf(spread, sizeof spread, "%.3f-%.3f", r->p10[4], r->p90[4]);
-        printf("%-15s %3d %9d %8d %11.0f %6g %9.3f %9.3f %9.3f %9.3f %9.3f %17s %9.3f %8.2f %9.1f %8.3f %8.4f\n", r->name,
-               r->threads, r->particles, r->clusters, r->memberships, r->passes, r->median[0], r->median[1],
+        printf("%-15s %3d %9d %8d %11.0f %6g %9.3f %9.3f %9.3f %9.3f %9.3f %17s %9.3f %8.2f %9.1f %8.3f %8.4f %10.3f %9.1f\n",
+               r->name, r->threads, r->particles, r->clusters, r->memberships, r->passes, r->median[0], r->median[1],
                r->median[2], r->median[3], r->median[4], spread, r->mean[4], r->ns_per_membership, r->peak_mib,
-               r->setup_s, r->factor_s);
+               r->setup_s, r->factor_s, r->contact_ms, 1e6 * r->contact_ms / r->particles);
     }
     fflush(stdout);
 }
