@@ -136,7 +136,7 @@ int csm_contacts_find(csm_contacts *c, const csm_world *w, const double *x)
     if (csm_grow((void **)&c->lambda, &c->cap_lambda, 2 * (int64_t)c->npairs, sizeof *c->lambda) ||
         csm_grow((void **)&c->normal, &c->cap_normal, 3 * (int64_t)c->npairs, sizeof *c->normal))
         return -1;
-    memset(c->lambda, 0, sizeof *c->lambda * 2 * (size_t)c->npairs);
+    if (c->npairs) memset(c->lambda, 0, sizeof *c->lambda * 2 * (size_t)c->npairs);
     /* each pair's direction at the step's start (x0), or where the two started at one point, now */
     for (int32_t q = 0; q < c->npairs; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
