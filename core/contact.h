@@ -66,11 +66,11 @@ int csm_contacts_find(csm_contacts *c, const struct csm_world *w, const double *
 
 /* One projection of x onto the pairs' constraints (cfg.passes Gauss-Seidel passes, in pair
    order). Each push apart moves the two particles against each other in proportion to their
-   inverse masses, so it keeps linear and angular momentum. */
+   inverse masses along the pair's direction at the step's start, so it keeps linear and angular
+   momentum; friction's pushes, across that direction, keep linear momentum only. */
 void csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
 
 /* The deepest overlap d - |x_i - x_j| over the listed pairs at positions x (0: none). */
 double csm_contacts_depth(const csm_contacts *c, const double *x);
-
 
 #endif

@@ -295,10 +295,10 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
     return isfinite(work) ? work : 0.0;
 }
 
-int csm_world_project(csm_world *w, double *x, double h)
+void csm_world_project(csm_world *w, double *x, double h)
 {
     csm_constraints *k = w->constraints;
-    if (!k) return 0;
+    if (!k) return;
     double t0 = k->contact ? csm_now() : 0;
     if (k->step != w->step) {
         k->step = w->step;
@@ -315,7 +315,6 @@ int csm_world_project(csm_world *w, double *x, double h)
     }
     if (k->contact && !k->failed) csm_contacts_project(&k->contacts, w, x);
     if (k->contact && k->timing >= 0 && w->report) w->report->timings.seconds[k->timing] += csm_now() - t0;
-    return 1;
 }
 
 /* After the integrator: an integrator that never called csm_world_project (a plugin's own) meets
@@ -346,7 +345,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
         kc->work = 0;
         kc->failed = 0;
         if (csm_grow((void **)&kc->x_start, &kc->cap_x_start, 3 * (int64_t)n, sizeof(double)))
-            return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for contacts");
+            return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the colliders and contacts");
         memcpy(kc->x_start, w->P.x, bytes);
         w->x_step = kc->x_start;
         if (kc->contact) csm_contacts_start(&kc->contacts, kc->x_start);
@@ -370,7 +369,8 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     }
     if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
     if (kc) {
-        if (project_after(sim, h) || kc->failed) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for contacts");
+        if (project_after(sim, h) || kc->failed)
+            return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the colliders and contacts");
         sim->work_external += kc->work;
     }
     if (working) {

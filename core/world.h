@@ -250,9 +250,9 @@ typedef struct csm_world {
 /* Project positions x (the integrator's iterate) onto the world's constraints: every collider
    that projects, then the contacts between particles (core/contact.h), whose pairs the first
    call of a step finds. An integrator calls it after its prediction and after each iteration,
-   so that contact is firm inside the solve and not only after it. Returns whether there is
-   anything to project (0: the call did nothing, and need not be made). */
-int csm_world_project(csm_world *w, double *x, double h);
+   so that contact is firm inside the solve and not only after it; without constraints it does
+   nothing. */
+void csm_world_project(csm_world *w, double *x, double h);
 
 /* Record a reclustering event in w->report (stamped with its frame and the world's time).
    Returns -1 when out of memory. */

@@ -148,12 +148,7 @@ static void surface_velocity(const stride *s, const double x[3], double vc[3])
     for (int a = 0; a < 3; a++) vc[a] = (x[a] - (s->c0[a] + r0[a])) / s->h;
 }
 
-/* A collider's state: its parameters, where it stands over the step, and the particles its
-   projections inside the integrator's iterations pushed this step (hit), with the normal
-   velocity each approached at (vn, relative to the surface), the distance the pushes moved it
-   along the normal in all (push: its normal impulse times h / m_i, the weight the particle
-   carries for the ones above it included) and the distance friction took off its slip (held),
-   which apply answers. */
+/* Where a collider stands at the step's end. */
 typedef struct placed {
     stride st;
     double n[3], offset; /* plane: the normal and offset at the step's end */
@@ -188,13 +183,22 @@ typedef struct box {
     double R0[9]; /* the initial orientation, from rotate */
 } box;
 
+/* What the projections of one step did to a particle they pushed, which apply answers: the
+   normal velocity it approached at (relative to the surface), the distance the pushes moved it
+   along the normal in all (its normal impulse times h / m_i, the weight it carries for the
+   particles above it included) and the distance friction took off its slip. */
+typedef struct touch {
+    double vn, push, held;
+} touch;
+
+/* A collider's state: its parameters, and the particles its projections pushed this step. */
 struct collider {
     const shape_ops *ops;
     const response *r;
     const motion *m;
-    unsigned char *hit; /* [n] */
-    double *vn, *push, *held; /* [n] */
-    int64_t cap_hit, cap_vn, cap_push, cap_held;
+    unsigned char *hit; /* [n] pushed this step */
+    touch *touch;       /* [n] valid where hit */
+    int64_t cap_hit, cap_touch;
     int64_t step; /* the step hit covers */
     union {
         plane plane;
@@ -221,25 +225,23 @@ static void collider_destroy(void *state)
     collider *c = state;
     if (c) {
         free(c->hit);
-        free(c->vn);
-        free(c->push);
-        free(c->held);
+        free(c->touch);
     }
     free(c);
 }
 
 /* Inside the integrator's iterations: push x out onto the surface at the step's end, note each
    particle pushed and the normal velocity it came in at (its velocity v* of the step, relative
-   to the surface), and return the work of the pushes, sum_i m_i dx_i . v_c / h: the impulse
+   to the surface), take back its slip over the step up to mu times its pushes so far, and
+   return the work of the pushes and of that friction, sum_i m_i dx_i . v_c / h: the impulse
    m_i dx_i / h the surface gives, times the surface's velocity (0 for a collider at rest). */
 static double collider_project(const csm_world *w, void *state, double h, double *x)
 {
     collider *c = state;
     const csm_particles *P = &w->P;
     if (c->step != w->step) {
-        if (csm_grow((void **)&c->hit, &c->cap_hit, P->n, 1) || csm_grow((void **)&c->vn, &c->cap_vn, P->n, sizeof *c->vn) ||
-            csm_grow((void **)&c->push, &c->cap_push, P->n, sizeof *c->push) ||
-            csm_grow((void **)&c->held, &c->cap_held, P->n, sizeof *c->held))
+        if (csm_grow((void **)&c->hit, &c->cap_hit, P->n, 1) ||
+            csm_grow((void **)&c->touch, &c->cap_touch, P->n, sizeof *c->touch))
             return NAN; /* out of memory: the step fails */
         memset(c->hit, 0, (size_t)P->n);
         c->step = w->step;
@@ -251,6 +253,7 @@ static double collider_project(const csm_world *w, void *state, double h, double
         if (P->inv_mass[i] == 0.0) continue;
         double n[3], vc[3], *xi = &x[3 * i];
         double depth = c->ops->depth(c, &pl, xi, n);
+        touch *ti = &c->touch[i];
         if (depth >= 0 && !c->hit[i]) continue;
         if (depth < 0)
             for (int d = 0; d < 3; d++) xi[d] -= depth * n[d];
@@ -258,12 +261,11 @@ static double collider_project(const csm_world *w, void *state, double h, double
         if (!c->hit[i]) {
             const double *v = &P->v[3 * i];
             double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
-            c->vn[i] = csm_v3_dot(n, u);
-            c->push[i] = c->held[i] = 0;
+            *ti = (touch){csm_v3_dot(n, u), 0.0, 0.0};
             c->hit[i] = 1;
         }
         if (depth < 0) {
-            c->push[i] -= depth;
+            ti->push -= depth;
             work += -depth * P->mass[i] * csm_v3_dot(n, vc) / h;
         }
         if (mu > 0 && w->x_step) { /* friction (after Macklin et al. 2014 Sec 6.1): the slip over the step relative
@@ -273,9 +275,9 @@ static double collider_project(const csm_world *w, void *state, double h, double
             for (int d = 0; d < 3; d++) slip[d] = xi[d] - a[d] - h * vc[d];
             double sn = csm_v3_dot(slip, n);
             for (int d = 0; d < 3; d++) slip[d] -= sn * n[d];
-            double len = csm_v3_norm(slip), t = fmin(len, mu * c->push[i] - c->held[i]);
+            double len = csm_v3_norm(slip), t = fmin(len, mu * ti->push - ti->held);
             if (!(t > 0)) continue;
-            c->held[i] += t;
+            ti->held += t;
             for (int d = 0; d < 3; d++) xi[d] -= t * slip[d] / len;
             work -= P->mass[i] * t * csm_v3_dot(slip, vc) / (len * h);
         }
@@ -313,7 +315,7 @@ static int collider_apply(csm_world *w, void *state, double h, csm_error *err)
         double vc[3];
         surface_velocity(&pl.st, x, vc);
         double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
-        double vn = csm_v3_dot(n, u), vin = hit ? c->vn[i] : vn;
+        double vn = csm_v3_dot(n, u), vin = hit ? c->touch[i].vn : vn;
         if (vin >= 0 && vn >= 0) continue;
         vin = fmin(vin, vn);
         double e = -vin < r->bounce_threshold ? 0.0 : r->restitution;
@@ -321,7 +323,7 @@ static int collider_apply(csm_world *w, void *state, double h, csm_error *err)
         double vt[3] = {u[0] - vn * n[0], u[1] - vn * n[1], u[2] - vn * n[2]};
         double vt_len = csm_v3_norm(vt);
         /* what is left of mu times the normal impulse (per unit mass) after the projections' friction */
-        double left = hit ? (r->friction * c->push[i] - c->held[i]) / h : 0.0;
+        double left = hit ? (r->friction * c->touch[i].push - c->touch[i].held) / h : 0.0;
         double keep = vt_len > 0 ? fmax(0.0, 1.0 - (left + r->friction * (vout - vn)) / vt_len) : 0.0;
         for (int d = 0; d < 3; d++) v[d] = vc[d] + keep * vt[d] + vout * n[d];
     }

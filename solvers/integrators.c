@@ -208,7 +208,8 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     /* With omega = 0 every projection leaves x^(j+1) = x^j: there is nothing to run (and
        skipping the fits keeps the clusters' warm-start rotations exactly as shape matching
        leaves them, so the two integrators stay equal bit for bit). With volume split the
-       springs hold no volume: one projection of the volume constraints is the whole loop. */
+       springs hold no volume: one projection of the volume constraints is the whole loop. With
+       colliders or contacts and no loop, they still project once, on the prediction. */
     int constrained = w->constraints != NULL;
     if (!project && !split && !constrained) return 0;
     int32_t loops = project ? s->iterations : split ? 1 : 0;

@@ -97,17 +97,13 @@ static const char *collision =
     "solver: {integrator: strain_limited, alpha: 0.5, gamma: 0.05, iterations: 5, conserve: angular}\n"
     "contact: {method: particles, friction: 0}\n";
 
-static void momenta(const csm_particles *P, double p[3], double L[3])
+/* The momentum and angular momentum about the origin, from the simulation's diagnostics. */
+static void momenta(run *r, double p[3], double L[3])
 {
-    p[0] = p[1] = p[2] = L[0] = L[1] = L[2] = 0;
-    for (int32_t i = 0; i < P->n; i++) {
-        const double *x = &P->x[3 * i], *v = &P->v[3 * i];
-        double m = P->mass[i];
-        p[0] += m * v[0], p[1] += m * v[1], p[2] += m * v[2];
-        L[0] += m * (x[1] * v[2] - x[2] * v[1]);
-        L[1] += m * (x[2] * v[0] - x[0] * v[2]);
-        L[2] += m * (x[0] * v[1] - x[1] * v[0]);
-    }
+    csm_diag d;
+    csm_diagnostics(&r->sim, &d);
+    memcpy(p, d.momentum, sizeof d.momentum);
+    memcpy(L, d.angular_momentum, sizeof d.angular_momentum);
 }
 
 /* The smallest distance between particles of different objects, over the contact distance. */
@@ -137,13 +133,13 @@ static void test_collision_keeps_momenta(void **state)
         run_start_text(&r, "collision.yaml", collision, sets, 1);
         csm_particles *P = &r.sim.w.P;
         double p0[3], L0[3], p[3], L[3], closest = INFINITY;
-        momenta(P, p0, L0);
+        momenta(&r, p0, L0);
         double scale = 4.0; /* kg m/s: the bodies' momenta before, |1 * 2| + |2 * 1| */
         for (int f = 0; f < r.cfg.frames; f++) {
             run_frame(&r);
             closest = fmin(closest, closest_between_objects(&r.sim.w));
         }
-        momenta(P, p, L);
+        momenta(&r, p, L);
         double box_vx = 0, box_m = 0;
         for (int32_t i = 0; i < P->n; i++)
             if (P->object[i] == 0) box_vx += P->mass[i] * P->v[3 * i], box_m += P->mass[i];
@@ -207,13 +203,14 @@ static void test_dropped_cube_rests_firm(void **state)
     csm_particles *P = &r.sim.w.P;
     double drop_energy = 1.0 * 9.81 * 0.4;
     for (int f = 0; f < r.cfg.frames; f++) run_frame(&r);
-    double lo = INFINITY, hi = -INFINITY, rlo = INFINITY, rhi = -INFINITY, ke = 0;
+    csm_diag diag;
+    csm_diagnostics(&r.sim, &diag);
+    double lo = INFINITY, hi = -INFINITY, rlo = INFINITY, rhi = -INFINITY, ke = diag.kinetic;
     for (int32_t i = 0; i < P->n; i++) {
         lo = fmin(lo, P->x[3 * i + 1]);
         hi = fmax(hi, P->x[3 * i + 1]);
         rlo = fmin(rlo, P->rest[3 * i + 1]);
         rhi = fmax(rhi, P->rest[3 * i + 1]);
-        ke += 0.5 * P->mass[i] * (P->v[3 * i] * P->v[3 * i] + P->v[3 * i + 1] * P->v[3 * i + 1] + P->v[3 * i + 2] * P->v[3 * i + 2]);
     }
     double height = (hi - lo) / (rhi - rlo); /* of the particles' rest extent */
     printf("after 4 s: height %.4f of the rest height, lowest particle %.2g m, kinetic energy %.3g J (%.2g of the drop)\n",
@@ -259,9 +256,10 @@ static void test_stack_comes_to_rest(void **state)
         run_frame(&r);
         closest = fmin(closest, closest_between_objects(&r.sim.w));
     }
-    double ke = 0, top = -INFINITY, end[5][2] = {{0}}, drift = 0;
+    csm_diag diag;
+    csm_diagnostics(&r.sim, &diag);
+    double ke = diag.kinetic, top = -INFINITY, end[5][2] = {{0}}, drift = 0;
     for (int32_t i = 0; i < P->n; i++) {
-        ke += 0.5 * P->mass[i] * (P->v[3 * i] * P->v[3 * i] + P->v[3 * i + 1] * P->v[3 * i + 1] + P->v[3 * i + 2] * P->v[3 * i + 2]);
         top = fmax(top, P->x[3 * i + 1]);
         start[obj[i]][0] += P->rest[3 * i] / count[obj[i]];
         start[obj[i]][1] += P->rest[3 * i + 2] / count[obj[i]];
