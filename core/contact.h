@@ -11,7 +11,12 @@
    cells around it. It finds every pair within the search distance 2 d (so a pair that closes
    during the iterations is already listed) in O(n), and it allocates nothing once its buffers
    have grown to the scene. Everything is serial and in a fixed order, so the pairs and the
-   positions are the same bit for bit whatever the thread count. */
+   positions are the same bit for bit whatever the thread count.
+
+   method cluster_proxies (Jones et al. 2015) keeps particles out of the clusters of other
+   objects instead: each cluster has a proxy, a sphere cut by half-spaces in its rest space, and
+   the broad phase (the same grid, over the clusters' world spheres) lists (particle, cluster)
+   pairs; contact.c says how a push is shared. */
 #ifndef CSM_CONTACT_H
 #define CSM_CONTACT_H
 
@@ -21,7 +26,9 @@
 
 struct csm_world;
 
-enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES };
+enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES, CSM_CONTACT_PROXIES };
+/* contact.reaction of cluster_proxies: who moves when a particle is pushed out of a proxy */
+enum { CSM_REACTION_RIGID, CSM_REACTION_JONES2015 };
 
 /* The `contact:` section. */
 typedef struct csm_contact_cfg {
@@ -30,6 +37,8 @@ typedef struct csm_contact_cfg {
     double friction; /* Coulomb coefficient between particles */
     int self;        /* also between particles of one object (csm_contacts_excluded) */
     int32_t passes;  /* Gauss-Seidel passes over the pairs per projection */
+    double cut;      /* cluster_proxies: a bounding plane is kept when closer to the centre than cut times the radius */
+    int reaction;    /* cluster_proxies: CSM_REACTION_* */
 } csm_contact_cfg;
 
 typedef struct csm_contacts {
@@ -45,6 +54,15 @@ typedef struct csm_contacts {
     uint32_t *bucket;           /* [n] each particle's bucket */
     int64_t cap_pair, cap_normal, cap_lambda, cap_start, cap_sorted, cap_bucket;
     int32_t buckets;            /* a power of two, at least 2 n */
+    /* cluster_proxies: the pairs are (particle, cluster), sorted by cluster */
+    double *proxy;              /* per cluster: its proxy in its rest space (contact.c) */
+    double *body;               /* per cluster: its rigid body at the step's start */
+    double *sphere;             /* [4k] per cluster: the proxy's world centre and reach */
+    int32_t *stamp;             /* [n] scratch of the broad phase */
+    int64_t cap_proxy, cap_body, cap_sphere, cap_stamp;
+    uint64_t proxy_epoch;       /* the clusters' epoch the proxies were built for */
+    int32_t proxy_k;
+    int proxies_built;
 } csm_contacts;
 
 /* Set up from the config; the world gives the default radius. */
@@ -70,7 +88,8 @@ int csm_contacts_find(csm_contacts *c, const struct csm_world *w, const double *
    momentum; friction's pushes, across that direction, keep linear momentum only. */
 void csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
 
-/* The deepest overlap d - |x_i - x_j| over the listed pairs at positions x (0: none). */
-double csm_contacts_depth(const csm_contacts *c, const double *x);
+/* The deepest overlap over the listed pairs at positions x (0: none): d - |x_i - x_j| for
+   particles, the distance a particle lies inside a cluster's proxy for cluster_proxies. */
+double csm_contacts_depth(const csm_contacts *c, const struct csm_world *w, const double *x);
 
 #endif

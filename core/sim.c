@@ -550,7 +550,7 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     if (sim->constraints && sim->constraints->contact) {
         const csm_contacts *ct = &sim->constraints->contacts;
         d->contact_pairs = ct->npairs;
-        d->contact_depth = csm_contacts_depth(ct, P->x);
+        d->contact_depth = csm_contacts_depth(ct, w, P->x);
     }
     elastic_parts(sim, d);
     double energy = d->kinetic + d->potential + d->elastic + d->elastic_lag;

@@ -39,9 +39,10 @@ static const csm_param_spec output_params[] = {
 
 static const csm_param_spec contact_params[] = {
     CSM_PARAM_FIELD("method", CSM_ENUM, csm_config, contact.method, CSM_CONTACT_NONE, 0, 0,
-                    "contact between particles: none, or particles (each a sphere of the radius below; pairs closer "
-                    "than two radii are pushed apart inside the integrator's iterations)", "none|particles", 0, 0, 0,
-                    NULL, 0),
+                    "contact between particles: none; particles (each a sphere of the radius below; pairs closer "
+                    "than two radii are pushed apart inside the integrator's iterations); cluster_proxies (Jones et al. "
+                    "2015: particles are pushed out of other clusters' proxies, a sphere cut by half-spaces in the "
+                    "cluster's rest space, grown by two radii)", "none|particles|cluster_proxies", 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("radius", CSM_REAL, csm_config, contact.radius, 0, 0, 1e9,
                     "m: each particle's radius (0: half the sampling spacing, the largest of the objects')", NULL, 0,
                     0, 0, NULL, 0),
@@ -49,9 +50,18 @@ static const csm_param_spec contact_params[] = {
                     "Coulomb friction coefficient between particles", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("self", CSM_BOOL, csm_config, contact.self, 0, 0, 1,
                     "also between particles of one object, except two that share a cluster or lie within twice the "
-                    "contact distance in the rest shape", NULL, 0, 0, 0, NULL, 0),
+                    "contact distance in the rest shape (cluster_proxies: except clusters that share a particle, and "
+                    "a particle a proxy holds at rest)", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("passes", CSM_INT, csm_config, contact.passes, 3, 1, 1000,
                     "Gauss-Seidel passes over the pairs each time the integrator projects", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("cut", CSM_REAL, csm_config, contact.cut, 1, 0, 1,
+                    "cluster_proxies: a plane bounding a cluster's members along a principal axis of A_rr (grown by "
+                    "two radii) joins its proxy when it lies closer to the centre than cut times the sphere's radius "
+                    "(Jones et al. 2015; 0: spheres alone, 1: every plane that cuts the sphere)", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("reaction", CSM_ENUM, csm_config, contact.reaction, CSM_REACTION_RIGID, 0, 0,
+                    "cluster_proxies: rigid (the cluster answers a particle's push as a rigid body, keeping linear and "
+                    "angular momentum) or jones2015 (the paper's: the particle alone moves, and momentum is not kept)",
+                    "rigid|jones2015", 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
 

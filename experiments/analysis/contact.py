@@ -5,7 +5,8 @@
 
 Columns: particles and objects; the contact distance d (the attribute contact.distance); the
 deepest overlap over the run, as a share of d, from /diagnostics/contact_depth (every pair the
-broad phase listed, at the end of each logged frame) and again from a brute-force search over
+broad phase listed, at the end of each logged frame; with cluster_proxies, how deep a particle
+lies inside a cluster's proxy) and again from a brute-force search over
 every pair of particles of two objects (the check of the first); the kinetic energy at its
 largest and at the end (J); the lowest particle over the run (m, below 0: under the ground
 plane); the median of /timings/total over the frames after the first (ms/frame).
