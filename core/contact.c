@@ -249,10 +249,11 @@ static double particles_depth(const csm_contacts *c, const double *x)
 }
 
 
-/* Cluster proxies (Jones et al. 2015, Sec "Collision Detection"; Falkenstein 2017 Sec 3.4 uses
-   them). Each cluster's proxy lives in its rest space, the frame of its offsets p_ic: a sphere
-   about its rest centre of mass through its farthest member, intersected with the half-spaces
-   that bound its members along the principal axes of A_rr, the whole grown by the contact
+/* Cluster proxies (Jones et al. 2015, Sec "Collision Detection"; Falkenstein 2017 Sec 2.3.1,
+   "Collision Handling", uses them). Each cluster's proxy lives in its rest space, the frame of
+   its offsets p_ic: a sphere about its rest centre of mass through its farthest member,
+   intersected with the half-spaces that bound its members along the principal axes of A_rr
+   (and, here, along the rest frame's axes), the whole grown by the contact
    distance d so that a face of particles keeps the same gap as with method particles. A particle
    x of another cluster is taken to that rest space by F^-1 (x - x-bar), pushed out through the
    nearest face there, and taken back by F; the paper moves the particle alone. Here the cluster
@@ -267,7 +268,8 @@ enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 18 
 
 /* A cluster's proxy: [0] sphere radius, [1] planes, [2..4] rest centre in the object's rest
    positions, then each plane as n (3), o: n . p <= o inside: the bounding planes of its members
-   along the principal axes of A_rr (Jones et al. 2015) and along the rest frame's axes. */
+   along the principal axes of A_rr (Jones 2015 Collision Detection) and along the rest frame's
+   axes. */
 static void proxy_build(csm_contacts *c, const csm_world *w, int32_t cl)
 {
     const csm_clusters *C = &w->C;
