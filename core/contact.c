@@ -264,7 +264,7 @@ static double particles_depth(const csm_contacts *c, const double *x)
    that the proxy of a cluster of its own object holds at rest (grown by d) is no contact of that
    cluster either: it is the cluster's neighbour in the material, held by the shape matching. */
 
-enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 18 };
+enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 17 };
 
 /* A cluster's proxy: [0] sphere radius, [1] planes, [2..4] rest centre in the object's rest
    positions, then each plane as n (3), o: n . p <= o inside: the bounding planes of its members
@@ -357,10 +357,32 @@ static void proxy_frame(const csm_world *w, const double *x, int32_t cl, double 
     }
 }
 
+/* Where the proxy of cl, standing in the world at x-bar + M p, pushes x out to: D = that point
+   minus x (zero when x is outside); returns |D|. */
+static double proxy_push(const double *pr, const double com[3], const double M[9], const double Minv[9],
+                         const double x[3], double D[3])
+{
+    double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3], out[3], y[3];
+    D[0] = D[1] = D[2] = 0;
+    csm_m3_mul_v3(Minv, rel, local);
+    if (proxy_exit(pr, local, 0.0, out) <= 0) return 0;
+    csm_m3_mul_v3(M, out, y);
+    for (int e = 0; e < 3; e++) D[e] = com[e] + y[e] - x[e];
+    return csm_v3_norm(D);
+}
+
+/* The end of the run of listed pairs, from q0 on, that share q0's cluster. */
+static int32_t group_end(const csm_contacts *c, int32_t q0)
+{
+    int32_t q1 = q0;
+    while (q1 < c->npairs && c->pair[2 * q1 + 1] == c->pair[2 * q0 + 1]) q1++;
+    return q1;
+}
+
 /* Each cluster's rigid body at positions x0 (the step's start), which answers the pushes of the
    particles in its proxy: [0..2] its weighted centre x-bar (the proxy's, for friction's slip),
    [3..5] its centre of mass, [6..14] the pseudo-inverse of its inertia tensor about it, [15] the
-   inverse of its members' mass, [16] 1 when no member is pinned (it can move), [17] unused. */
+   inverse of its members' mass, [16] 1 when no member is pinned (it can move). */
 static void proxy_body(csm_contacts *c, const csm_world *w, const double *x0, int32_t cl)
 {
     const csm_clusters *C = &w->C;
@@ -385,7 +407,6 @@ static void proxy_body(csm_contacts *c, const csm_world *w, const double *x0, in
     csm_pinv_sym3(I, 1e-12, &b[6]);
     b[15] = mass > 0 ? 1.0 / mass : 0.0;
     b[16] = movable && mass > 0;
-    b[17] = 0;
 }
 
 /* An impulse J on a body at r from its centre: its sum P and moment T. */
@@ -464,9 +485,8 @@ static int proxies_find(csm_contacts *c, const csm_world *w, const double *x)
         csm_grow((void **)&c->sphere, &c->cap_sphere, 4 * (int64_t)k, sizeof *c->sphere) ||
         csm_grow((void **)&c->stamp, &c->cap_stamp, n, sizeof *c->stamp))
         return -1;
-    if (!c->proxies_built || c->proxy_epoch != C->epoch || c->proxy_k != k) { /* the clusters changed */
+    if (c->proxy_k != k || c->proxy_epoch != C->epoch) { /* the first step (proxy_k 0), or the clusters changed */
         for (int32_t cl = 0; cl < k; cl++) proxy_build(c, w, cl);
-        c->proxies_built = 1;
         c->proxy_epoch = C->epoch;
         c->proxy_k = k;
     }
@@ -538,32 +558,25 @@ static void proxies_project(csm_contacts *c, const csm_world *w, double *x)
     for (int32_t pass = 0; pass < c->cfg.passes; pass++)
         for (int32_t q0 = 0, q1; q0 < c->npairs; q0 = q1) {
             int32_t cl = c->pair[2 * q0 + 1];
-            for (q1 = q0; q1 < c->npairs && c->pair[2 * q1 + 1] == cl; q1++) {
-            }
+            q1 = group_end(c, q0);
             const double *pr = &c->proxy[PROXY_STRIDE * cl], *b = &c->body[BODY_STRIDE * cl];
             double com[3], M[9], Minv[9], P[3] = {0, 0, 0}, T[3] = {0, 0, 0};
             proxy_frame(w, x, cl, com, M, Minv);
             for (int32_t q = q0; q < q1; q++) {
                 int32_t i = c->pair[2 * q];
-                double *xi = &x[3 * i], *nq = &c->normal[3 * q], *lam = &c->lambda[2 * q];
+                double *xi = &x[3 * i], *nq = &c->normal[3 * q], *lam = &c->lambda[2 * q], D[3];
                 const double *x0i = c->x0 ? &c->x0[3 * i] : xi;
-                double r[3] = {x0i[0] - b[3], x0i[1] - b[4], x0i[2] - b[5]}, rel[3], local[3], out[3], y[3];
-                for (int e = 0; e < 3; e++) rel[e] = xi[e] - com[e];
-                csm_m3_mul_v3(Minv, rel, local);
-                if (proxy_exit(pr, local, 0.0, out) > 0) {
-                    csm_m3_mul_v3(M, out, y);
-                    double D[3] = {com[0] + y[0] - xi[0], com[1] + y[1] - xi[1], com[2] + y[2] - xi[2]};
-                    double len = csm_v3_norm(D);
-                    if (len > 0 && im[i] > 0) {
-                        for (int e = 0; e < 3; e++) nq[e] = D[e] / len;
-                        double l = len / im[i], J[3]; /* the push, an impulse times h; J the body's */
-                        for (int e = 0; e < 3; e++) {
-                            xi[e] += im[i] * l * nq[e];
-                            J[e] = -l * nq[e];
-                        }
-                        body_impulse(r, J, P, T);
-                        lam[0] += l;
+                double r[3] = {x0i[0] - b[3], x0i[1] - b[4], x0i[2] - b[5]};
+                double len = proxy_push(pr, com, M, Minv, xi, D);
+                if (len > 0 && im[i] > 0) {
+                    for (int e = 0; e < 3; e++) nq[e] = D[e] / len;
+                    double l = len / im[i], J[3]; /* the push, an impulse times h; J the body's */
+                    for (int e = 0; e < 3; e++) {
+                        xi[e] += im[i] * l * nq[e];
+                        J[e] = -l * nq[e];
                     }
+                    body_impulse(r, J, P, T);
+                    lam[0] += l;
                 }
                 if (mu > 0 && lam[0] > 0) { /* Coulomb friction on the slip relative to the cluster's centre (after Macklin et al. 2014 Sec 6.1) */
                     double slip[3];
@@ -594,19 +607,11 @@ static double proxies_depth(const csm_contacts *c, const csm_world *w, const dou
     double deepest = 0;
     for (int32_t q0 = 0, q1; q0 < c->npairs; q0 = q1) {
         int32_t cl = c->pair[2 * q0 + 1];
-        for (q1 = q0; q1 < c->npairs && c->pair[2 * q1 + 1] == cl; q1++) {
-        }
-        double com[3], M[9], Minv[9];
+        q1 = group_end(c, q0);
+        double com[3], M[9], Minv[9], D[3];
         proxy_frame(w, x, cl, com, M, Minv);
-        for (int32_t q = q0; q < q1; q++) {
-            const double *xi = &x[3 * c->pair[2 * q]];
-            double rel[3] = {xi[0] - com[0], xi[1] - com[1], xi[2] - com[2]}, local[3], out[3], y[3];
-            csm_m3_mul_v3(Minv, rel, local);
-            if (proxy_exit(&c->proxy[PROXY_STRIDE * cl], local, 0.0, out) <= 0) continue;
-            csm_m3_mul_v3(M, out, y);
-            double D[3] = {com[0] + y[0] - xi[0], com[1] + y[1] - xi[1], com[2] + y[2] - xi[2]};
-            deepest = fmax(deepest, csm_v3_norm(D));
-        }
+        for (int32_t q = q0; q < q1; q++)
+            deepest = fmax(deepest, proxy_push(&c->proxy[PROXY_STRIDE * cl], com, M, Minv, &x[3 * c->pair[2 * q]], D));
     }
     return deepest;
 }

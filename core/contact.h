@@ -61,8 +61,7 @@ typedef struct csm_contacts {
     int32_t *stamp;             /* [n] scratch of the broad phase */
     int64_t cap_proxy, cap_body, cap_sphere, cap_stamp;
     uint64_t proxy_epoch;       /* the clusters' epoch the proxies were built for */
-    int32_t proxy_k;
-    int proxies_built;
+    int32_t proxy_k;            /* the clusters the proxies were built for (0: none yet) */
 } csm_contacts;
 
 /* Set up from the config; the world gives the default radius. */
