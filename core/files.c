@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int csm_read_file(const char *path, const char *what, size_t limit, char **text, size_t *len, csm_error *err)
 {
@@ -49,4 +50,23 @@ int csm_read_file(const char *path, const char *what, size_t limit, char **text,
     *text = buf;
     *len = n;
     return 0;
+}
+
+int csm_find_beside(const char *path, const char *src, char *out, size_t size)
+{
+    snprintf(out, size, "%s", path);
+    if (path[0] == '/' || access(out, F_OK) == 0) return 0;
+    char dir[4096];
+    const char *slash = src ? strrchr(src, '/') : NULL;
+    if (src && strcmp(src, "--set") != 0 && slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - src), src);
+    else snprintf(dir, sizeof dir, ".");
+    for (int up = 0; up < 16; up++) {
+        int len = snprintf(out, size, "%s/%s", dir, path);
+        if (len > 0 && (size_t)len < size && access(out, F_OK) == 0) return 0;
+        size_t dlen = strlen(dir);
+        if (dlen + 4 > sizeof dir) break;
+        memcpy(dir + dlen, "/..", 4);
+    }
+    snprintf(out, size, "%s", path);
+    return -1;
 }

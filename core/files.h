@@ -17,4 +17,10 @@
    on a missing, unreadable or non-regular file or one over `limit` bytes. */
 int csm_read_file(const char *path, const char *what, size_t limit, char **text, size_t *len, csm_error *err);
 
+/* Where a file a config names is: an absolute path as it is; a relative one tried from the
+   current folder, then from the folder of `src` (the config, or "--set": none) and each folder
+   above it, so that a config in experiments/configs/ finds data/meshes/ from anywhere. Writes
+   the path found (or `path` itself) to out; returns 0 when found, -1 when not. */
+int csm_find_beside(const char *path, const char *src, char *out, size_t size);
+
 #endif

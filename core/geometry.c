@@ -1,13 +1,13 @@
 #include "geometry.h"
 
 #include "csm_math.h"
+#include "files.h"
 #include "rng.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const csm_shape_params *shape_of(const csm_object_cfg *o) { return csm_cfg_params(&o->shape); }
 
@@ -195,51 +195,18 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
     free(grid);
 }
 
-/* A relative mesh path is tried from the current folder, then from the config's folder and each
-   folder above it, so that a config in experiments/configs/ finds data/meshes/ from anywhere. */
+/* The mesh file an object names (csm_find_beside). */
 static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size, csm_error *err)
 {
     const csm_value *pv = csm_cfg_value(&o->shape, "path"); /* for the line it was given on */
     const char *path = shape_of(o)->path;
     const char *src = o->shape.src ? o->shape.src : "";
-    snprintf(out, size, "%s", path);
-    if (path[0] == '/' || access(out, F_OK) == 0) return 0;
-    char dir[4096];
-    const char *slash = strrchr(src, '/');
-    if (strcmp(src, "--set") != 0 && slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - src), src);
-    else snprintf(dir, sizeof dir, ".");
-    for (int up = 0; up < 16; up++) {
-        int len = snprintf(out, size, "%s/%s", dir, path);
-        if (len > 0 && (size_t)len < size && access(out, F_OK) == 0) return 0;
-        size_t dlen = strlen(dir);
-        if (dlen + 4 > sizeof dir) break;
-        memcpy(dir + dlen, "/..", 4);
-    }
+    if (csm_find_beside(path, src, out, size) == 0) return 0;
     char at[256];
     return csm_fail(err, CSM_EXIT_BAD_INPUT,
                     "%s: objects[%d].shape.path: no mesh '%s' here or in the config's folder or above it%s",
                     csm_cfg_where(src, pv->line, at, sizeof at), index, path,
                     strncmp(path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
-}
-
-/* Rotate (degrees about x, then y, then z), centre the bounding box at the origin, fit, scale. */
-static void place_mesh(csm_mesh *m, const csm_plugin_cfg *pc)
-{
-    const csm_shape_params *sp = csm_cfg_params(pc);
-    double R[9], zero[3] = {0, 0, 0};
-    csm_m3_rotation_degrees(sp->rotate, R);
-    csm_mesh_transform(m, R, zero);
-    double lo[3], hi[3], shift[3], longest = 0;
-    csm_mesh_bounds(m, lo, hi);
-    for (int d = 0; d < 3; d++) {
-        shift[d] = -0.5 * (lo[d] + hi[d]);
-        longest = hi[d] - lo[d] > longest ? hi[d] - lo[d] : longest;
-    }
-    double scale = sp->scale;
-    if (sp->fit == CSM_FIT_UNIT_BOX && longest > 0) scale /= longest;
-    double S[9] = {scale, 0, 0, 0, scale, 0, 0, 0, scale};
-    for (int d = 0; d < 3; d++) shift[d] *= scale;
-    csm_mesh_transform(m, S, shift);
 }
 
 int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error *err)
@@ -252,7 +219,8 @@ int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error 
     }
     char path[4096];
     if (find_mesh(o, index, path, sizeof path, err) || csm_mesh_load(&sh->mesh, path, err)) return -1;
-    place_mesh(&sh->mesh, &o->shape);
+    const csm_shape_params *sp = shape_of(o);
+    csm_mesh_place(&sh->mesh, sp->rotate, sp->fit == CSM_FIT_UNIT_BOX, sp->scale);
     if (csm_mesh_build_tree(&sh->mesh)) {
         csm_shape_close(sh);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);

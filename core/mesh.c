@@ -535,3 +535,127 @@ double csm_mesh_winding(const csm_mesh *m, const double p[3])
 }
 
 int csm_mesh_inside(const csm_mesh *m, const double p[3]) { return fabs(csm_mesh_winding(m, p)) >= 0.5; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Distance: the point of a triangle nearest to p, by the region of the triangle's plane p
+   projects into (Voronoi regions of the vertices, edges and face, as in Ericson's "Real-Time
+   Collision Detection" Sec 5.1.5). */
+
+static void closest_on_triangle(const double p[3], const double a[3], const double b[3], const double c[3],
+                                double q[3])
+{
+    double ab[3], ac[3], ap[3];
+    for (int d = 0; d < 3; d++) ab[d] = b[d] - a[d], ac[d] = c[d] - a[d], ap[d] = p[d] - a[d];
+    double d1 = csm_v3_dot(ab, ap), d2 = csm_v3_dot(ac, ap);
+    if (d1 <= 0 && d2 <= 0) { /* vertex a */
+        memcpy(q, a, 3 * sizeof *q);
+        return;
+    }
+    double bp[3];
+    for (int d = 0; d < 3; d++) bp[d] = p[d] - b[d];
+    double d3 = csm_v3_dot(ab, bp), d4 = csm_v3_dot(ac, bp);
+    if (d3 >= 0 && d4 <= d3) { /* vertex b */
+        memcpy(q, b, 3 * sizeof *q);
+        return;
+    }
+    double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0 && d1 >= 0 && d3 <= 0) { /* edge ab */
+        double s = d1 / (d1 - d3);
+        for (int d = 0; d < 3; d++) q[d] = a[d] + s * ab[d];
+        return;
+    }
+    double cp[3];
+    for (int d = 0; d < 3; d++) cp[d] = p[d] - c[d];
+    double d5 = csm_v3_dot(ab, cp), d6 = csm_v3_dot(ac, cp);
+    if (d6 >= 0 && d5 <= d6) { /* vertex c */
+        memcpy(q, c, 3 * sizeof *q);
+        return;
+    }
+    double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0 && d2 >= 0 && d6 <= 0) { /* edge ac */
+        double s = d2 / (d2 - d6);
+        for (int d = 0; d < 3; d++) q[d] = a[d] + s * ac[d];
+        return;
+    }
+    double va = d3 * d6 - d5 * d4;
+    if (va <= 0 && d4 - d3 >= 0 && d5 - d6 >= 0) { /* edge bc */
+        double s = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        for (int d = 0; d < 3; d++) q[d] = b[d] + s * (c[d] - b[d]);
+        return;
+    }
+    double den = va + vb + vc; /* inside the face: barycentric (va, vb, vc) / den */
+    if (!(den > 0)) {          /* a degenerate triangle: its nearest vertex */
+        double best = INFINITY;
+        const double *v[3] = {a, b, c};
+        for (int k = 0; k < 3; k++) {
+            double e[3] = {p[0] - v[k][0], p[1] - v[k][1], p[2] - v[k][2]}, l = csm_v3_dot(e, e);
+            if (l < best) best = l, memcpy(q, v[k], 3 * sizeof *q);
+        }
+        return;
+    }
+    double s = vb / den, t = vc / den;
+    for (int d = 0; d < 3; d++) q[d] = a[d] + s * ab[d] + t * ac[d];
+}
+
+static double tri_distance2(const csm_mesh *m, int32_t t, const double p[3], double q[3])
+{
+    const int32_t *v = &m->tri[3 * t];
+    closest_on_triangle(p, &m->v[3 * v[0]], &m->v[3 * v[1]], &m->v[3 * v[2]], q);
+    double e[3] = {p[0] - q[0], p[1] - q[1], p[2] - q[2]};
+    return csm_v3_dot(e, e);
+}
+
+double csm_mesh_closest(const csm_mesh *m, const double p[3], double q[3], int32_t *tri)
+{
+    double best = INFINITY;
+    *tri = -1;
+    if (m->nnode == 0) {
+        for (int32_t t = 0; t < m->nt; t++) {
+            double y[3], d2 = tri_distance2(m, t, p, y);
+            if (d2 < best) best = d2, *tri = t, memcpy(q, y, 3 * sizeof *q);
+        }
+        return sqrt(best);
+    }
+    /* depth first, the nearer child first; a node whose sphere lies farther than the best so far
+       holds nothing nearer (every vertex of its triangles lies within its radius) */
+    int32_t stack[128];
+    int top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        const csm_mesh_node *nd = &m->node[stack[--top]];
+        double e[3] = {nd->centre[0] - p[0], nd->centre[1] - p[1], nd->centre[2] - p[2]};
+        double near = sqrt(csm_v3_dot(e, e)) - nd->radius;
+        if (near > 0 && near * near >= best) continue;
+        if (nd->count > 0) {
+            for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
+                double y[3], d2 = tri_distance2(m, m->order[k], p, y);
+                if (d2 < best) best = d2, *tri = m->order[k], memcpy(q, y, 3 * sizeof *q);
+            }
+            continue;
+        }
+        const csm_mesh_node *l = &m->node[nd->left], *r = &m->node[nd->right];
+        double el[3] = {l->centre[0] - p[0], l->centre[1] - p[1], l->centre[2] - p[2]};
+        double er[3] = {r->centre[0] - p[0], r->centre[1] - p[1], r->centre[2] - p[2]};
+        int left_first = sqrt(csm_v3_dot(el, el)) - l->radius <= sqrt(csm_v3_dot(er, er)) - r->radius;
+        stack[top++] = left_first ? nd->right : nd->left; /* popped second */
+        stack[top++] = left_first ? nd->left : nd->right;
+    }
+    return sqrt(best);
+}
+
+void csm_mesh_place(csm_mesh *m, const double rotate[3], int fit_unit_box, double scale)
+{
+    double R[9], zero[3] = {0, 0, 0};
+    csm_m3_rotation_degrees(rotate, R);
+    csm_mesh_transform(m, R, zero);
+    double lo[3], hi[3], shift[3], longest = 0;
+    csm_mesh_bounds(m, lo, hi);
+    for (int d = 0; d < 3; d++) {
+        shift[d] = -0.5 * (lo[d] + hi[d]);
+        longest = hi[d] - lo[d] > longest ? hi[d] - lo[d] : longest;
+    }
+    if (fit_unit_box && longest > 0) scale /= longest;
+    double S[9] = {scale, 0, 0, 0, scale, 0, 0, 0, scale};
+    for (int d = 0; d < 3; d++) shift[d] *= scale;
+    csm_mesh_transform(m, S, shift);
+}

@@ -54,5 +54,13 @@ double csm_mesh_winding_exact(const csm_mesh *m, const double p[3]);
 double csm_mesh_winding(const csm_mesh *m, const double p[3]);
 /* |w| >= 1/2: inside, whatever the orientation. */
 int csm_mesh_inside(const csm_mesh *m, const double p[3]);
+/* The distance from p to the mesh's nearest triangle: its nearest point q and that triangle's
+   index (-1 for a mesh without triangles, which is at infinite distance). Uses the tree when
+   built; exact either way. */
+double csm_mesh_closest(const csm_mesh *m, const double p[3], double q[3], int32_t *tri);
+/* Rotate (degrees about x, then y, then z), centre the bounding box at the origin, then scale by
+   `scale`, over the longest edge of the bounding box when fit_unit_box (objects' and colliders'
+   `rotate`, `fit` and `scale`). Build the tree after. */
+void csm_mesh_place(csm_mesh *m, const double rotate[3], int fit_unit_box, double scale);
 
 #endif

@@ -4,11 +4,16 @@
    and angular velocity between `from` and `until`. Pinned particles (inverse mass 0) never
    move. */
 #include "csm_math.h"
+#include "error.h"
+#include "files.h"
 #include "grow.h"
+#include "kernel.h"
+#include "mesh.h"
 #include "plugin.h"
 #include "world.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,8 +163,11 @@ typedef struct placed {
 typedef struct collider collider;
 typedef struct shape_ops {
     void (*place)(const collider *c, double t0, double h, placed *pl);
-    /* the depth of x (< 0: inside) and the outward normal n there, at the step's end */
-    double (*depth)(const collider *c, const placed *pl, const double x[3], double n[3]);
+    /* the depth of particle i at x (< 0: inside) and the outward normal n there, at the step's
+       end; unless exact, a point on the free side may be answered any positive depth and no
+       normal. Calls for different particles may run at once. */
+    double (*depth)(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3]);
+    void (*close)(collider *c); /* NULL: nothing of its own to free */
 } shape_ops;
 
 typedef struct plane {
@@ -183,6 +191,24 @@ typedef struct box {
     double R0[9]; /* the initial orientation, from rotate */
 } box;
 
+enum { FIT_NONE, FIT_UNIT_BOX };
+
+typedef struct mesh_shape {
+    const char *path;
+    double center[3], rotate[3], scale;
+    int fit, inside;
+    response r;
+    motion m;
+    /* from here on built by create, not parameters */
+    csm_mesh mesh;       /* placed: rotated, centred on its bounding box, scaled; the tree built */
+    double lo[3], hi[3]; /* its bounding box, padded by round-off: outside it nothing is inside */
+    double sign;         /* +1 when the faces wind outwards (positive signed volume), else -1 */
+    double *clear;       /* [4n] per particle, a point of the mesh's frame and its distance from the
+                            mesh, on the free side (0: none yet): a particle nearer the point than
+                            that is on the free side too, with no query */
+    int32_t n;
+} mesh_shape;
+
 /* What the projections of one step did to a particle they pushed, which apply answers: the
    normal velocity it approached at (relative to the surface), the distance the pushes moved it
    along the normal in all (its normal impulse times h / m_i, the weight it carries for the
@@ -204,6 +230,7 @@ struct collider {
         plane plane;
         sphere sphere;
         box box;
+        mesh_shape mesh;
     } u;
 };
 
@@ -224,17 +251,59 @@ static void collider_destroy(void *state)
 {
     collider *c = state;
     if (c) {
+        if (c->ops->close) c->ops->close(c);
         free(c->hit);
         free(c->touch);
     }
     free(c);
 }
 
+/* One particle's projection; returns the work its push and friction did. */
+static double project_one(collider *c, const csm_world *w, const placed *pl, double h, double *x, int32_t i)
+{
+    const csm_particles *P = &w->P;
+    if (P->inv_mass[i] == 0.0) return 0.0;
+    double n[3], vc[3], *xi = &x[3 * i], work = 0, mu = c->r->friction;
+    double depth = c->ops->depth(c, pl, xi, i, c->hit[i], n);
+    touch *ti = &c->touch[i];
+    if (depth >= 0 && !c->hit[i]) return 0.0;
+    if (depth < 0)
+        for (int d = 0; d < 3; d++) xi[d] -= depth * n[d];
+    surface_velocity(&pl->st, xi, vc);
+    if (!c->hit[i]) {
+        const double *v = &P->v[3 * i];
+        double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
+        *ti = (touch){csm_v3_dot(n, u), 0.0, 0.0};
+        c->hit[i] = 1;
+    }
+    if (depth < 0) {
+        ti->push -= depth;
+        work += -depth * P->mass[i] * csm_v3_dot(n, vc) / h;
+    }
+    if (mu > 0 && w->x_step) { /* friction (after Macklin et al. 2014 Sec 6.1): the slip over the step relative
+                                  to the surface, taken back up to mu times the pushes so far */
+        const double *a = &w->x_step[3 * i];
+        double slip[3];
+        for (int d = 0; d < 3; d++) slip[d] = xi[d] - a[d] - h * vc[d];
+        double sn = csm_v3_dot(slip, n);
+        for (int d = 0; d < 3; d++) slip[d] -= sn * n[d];
+        double len = csm_v3_norm(slip), t = fmin(len, mu * ti->push - ti->held);
+        if (t > 0) {
+            ti->held += t;
+            for (int d = 0; d < 3; d++) xi[d] -= t * slip[d] / len;
+            work -= P->mass[i] * t * csm_v3_dot(slip, vc) / (len * h);
+        }
+    }
+    return work;
+}
+
 /* Inside the integrator's iterations: push x out onto the surface at the step's end, note each
    particle pushed and the normal velocity it came in at (its velocity v* of the step, relative
    to the surface), take back its slip over the step up to mu times its pushes so far, and
    return the work of the pushes and of that friction, sum_i m_i dx_i . v_c / h: the impulse
-   m_i dx_i / h the surface gives, times the surface's velocity (0 for a collider at rest). */
+   m_i dx_i / h the surface gives, times the surface's velocity (0 for a collider at rest).
+   Particles are independent; the work is summed in fixed blocks, the same for every thread
+   count. */
 static double collider_project(const csm_world *w, void *state, double h, double *x)
 {
     collider *c = state;
@@ -248,41 +317,12 @@ static double collider_project(const csm_world *w, void *state, double h, double
     }
     placed pl;
     c->ops->place(c, w->time, h, &pl);
-    double work = 0, mu = c->r->friction;
-    for (int32_t i = 0; i < P->n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        double n[3], vc[3], *xi = &x[3 * i];
-        double depth = c->ops->depth(c, &pl, xi, n);
-        touch *ti = &c->touch[i];
-        if (depth >= 0 && !c->hit[i]) continue;
-        if (depth < 0)
-            for (int d = 0; d < 3; d++) xi[d] -= depth * n[d];
-        surface_velocity(&pl.st, xi, vc);
-        if (!c->hit[i]) {
-            const double *v = &P->v[3 * i];
-            double u[3] = {v[0] - vc[0], v[1] - vc[1], v[2] - vc[2]};
-            *ti = (touch){csm_v3_dot(n, u), 0.0, 0.0};
-            c->hit[i] = 1;
-        }
-        if (depth < 0) {
-            ti->push -= depth;
-            work += -depth * P->mass[i] * csm_v3_dot(n, vc) / h;
-        }
-        if (mu > 0 && w->x_step) { /* friction (after Macklin et al. 2014 Sec 6.1): the slip over the step relative
-                                      to the surface, taken back up to mu times the pushes so far */
-            const double *a = &w->x_step[3 * i];
-            double slip[3];
-            for (int d = 0; d < 3; d++) slip[d] = xi[d] - a[d] - h * vc[d];
-            double sn = csm_v3_dot(slip, n);
-            for (int d = 0; d < 3; d++) slip[d] -= sn * n[d];
-            double len = csm_v3_norm(slip), t = fmin(len, mu * ti->push - ti->held);
-            if (!(t > 0)) continue;
-            ti->held += t;
-            for (int d = 0; d < 3; d++) xi[d] -= t * slip[d] / len;
-            work -= P->mass[i] * t * csm_v3_dot(slip, vc) / (len * h);
-        }
-    }
-    return work;
+    double part[CSM_SUM_BLOCKS] = {0};
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++)
+        for (int32_t i = csm_block_start(P->n, b); i < csm_block_start(P->n, b + 1); i++)
+            part[b] += project_one(c, w, &pl, h, x, i);
+    return csm_block_total(part);
 }
 
 /* After the integrator, on velocities: a particle still inside is projected onto the surface;
@@ -304,11 +344,12 @@ static int collider_apply(csm_world *w, void *state, double h, csm_error *err)
     int pushed = c->step == w->step;
     placed pl;
     c->ops->place(c, w->time, h, &pl);
+#pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < P->n; i++) {
         if (P->inv_mass[i] == 0.0) continue;
         double n[3], *x = &P->x[3 * i], *v = &P->v[3 * i];
-        double depth = c->ops->depth(c, &pl, x, n);
         int hit = pushed && c->hit[i];
+        double depth = c->ops->depth(c, &pl, x, i, hit, n);
         if (depth >= 0 && !hit) continue;
         if (depth < 0)
             for (int d = 0; d < 3; d++) x[d] -= depth * n[d];
@@ -348,14 +389,16 @@ static void plane_place(const collider *c, double t0, double h, placed *pl)
     pl->offset = csm_v3_dot(pl->n, pl->st.c1);
 }
 
-static double plane_depth(const collider *c, const placed *pl, const double x[3], double n[3])
+static double plane_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
 {
+    (void)i;
+    (void)exact;
     (void)c;
     memcpy(n, pl->n, 3 * sizeof *n);
     return csm_v3_dot(pl->n, x) - pl->offset;
 }
 
-static const shape_ops plane_ops = {plane_place, plane_depth};
+static const shape_ops plane_ops = {plane_place, plane_depth, NULL};
 
 static int plane_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
@@ -398,8 +441,10 @@ static void sphere_place(const collider *c, double t0, double h, placed *pl)
     stride_begin(&pl->st, &c->u.sphere.m, c->u.sphere.center, t0, h);
 }
 
-static double sphere_depth(const collider *c, const placed *pl, const double x[3], double n[3])
+static double sphere_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
 {
+    (void)i;
+    (void)exact;
     const sphere *s = &c->u.sphere;
     const double *o = pl->st.c1;
     double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
@@ -411,7 +456,7 @@ static double sphere_depth(const collider *c, const placed *pl, const double x[3
     return s->inside ? s->radius - dist : dist - s->radius;
 }
 
-static const shape_ops sphere_ops = {sphere_place, sphere_depth};
+static const shape_ops sphere_ops = {sphere_place, sphere_depth, NULL};
 
 static int sphere_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
@@ -486,8 +531,10 @@ static void box_place(const collider *c, double t0, double h, placed *pl)
     csm_m3_mul(pl->st.R1, c->u.box.R0, pl->R); /* the box's axes are R's columns */
 }
 
-static double box_depth(const collider *c, const placed *pl, const double x[3], double n[3])
+static double box_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
 {
+    (void)i;
+    (void)exact;
     const box *s = &c->u.box;
     const double *o = pl->st.c1, *R = pl->R;
     double half[3] = {0.5 * s->size[0], 0.5 * s->size[1], 0.5 * s->size[2]};
@@ -498,7 +545,7 @@ static double box_depth(const collider *c, const placed *pl, const double x[3], 
     return depth;
 }
 
-static const shape_ops box_ops = {box_place, box_depth};
+static const shape_ops box_ops = {box_place, box_depth, NULL};
 
 static int box_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
 {
@@ -522,6 +569,122 @@ const csm_collider csm_collider_box = {
                "turn",
     .params = box_params,
     .create = box_create,
+    .apply = collider_apply,
+    .destroy = collider_destroy,
+    .project = collider_project,
+};
+
+static const csm_param_spec mesh_params[] = {
+    CSM_PARAM_FIELD("path", CSM_STRING, mesh_shape, path, 0, 0, 0,
+                    "OFF or OBJ file of a closed triangle mesh; a relative path is tried from the current folder, then "
+                    "the config's folder and those above",
+                    NULL, 0, 0, 0, "", CSM_PARAM_REQUIRED),
+    CSM_P_VEC3(mesh_shape, center, 0, 0, 0, -1e9, 1e9, "where the centre of the mesh's bounding box is (at rest)"),
+    CSM_P_VEC3(mesh_shape, rotate, 0, 0, 0, -1e9, 1e9, "initial orientation: degrees about x, then y, then z"),
+    CSM_P_ENUM(mesh_shape, fit, FIT_NONE, "none|unit_box", "unit_box: scale so the longest bounding-box edge is 1"),
+    CSM_P_REAL(mesh_shape, scale, 1.0, 1e-9, 1e9, "uniform scale, after fit"),
+    CSM_P_BOOL(mesh_shape, inside, 0, "false: a solid particles stay out of; true: a closed vessel particles stay in"),
+    RESPONSE_PARAMS(mesh_shape),
+    MOTION_PARAMS(mesh_shape),
+    CSM_PARAM_END,
+};
+
+static void mesh_place(const collider *c, double t0, double h, placed *pl)
+{
+    stride_begin(&pl->st, &c->u.mesh.m, c->u.mesh.center, t0, h);
+    memcpy(pl->R, pl->st.R1, sizeof pl->R); /* the mesh was turned by rotate when it was placed */
+}
+
+/* The signed distance to the mesh: the distance to its nearest triangle, negative where the
+   point lies on the solid side. The side comes from the generalized winding number (|w| >= 1/2:
+   inside, core/mesh.h), so small holes and flipped faces do not turn a whole region inside out;
+   the normal points from the nearest surface point to the particle (away from the solid), or
+   along the nearest face where the particle lies on the surface. */
+static double mesh_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
+{
+    mesh_shape *s = &c->u.mesh;
+    const double *o = pl->st.c1, *R = pl->R;
+    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, l[3], q[3], nl[3];
+    for (int a = 0; a < 3; a++) l[a] = R[a] * r[0] + R[3 + a] * r[1] + R[6 + a] * r[2]; /* R^T r */
+    double *clear = i < s->n ? &s->clear[4 * i] : NULL;
+    if (!exact && clear && clear[3] > 0) { /* still within the ball known to be clear of the mesh */
+        double e[3] = {l[0] - clear[0], l[1] - clear[1], l[2] - clear[2]}, moved = csm_v3_norm(e);
+        if (moved < clear[3]) return clear[3] - moved;
+    }
+    int within = l[0] >= s->lo[0] && l[0] <= s->hi[0] && l[1] >= s->lo[1] && l[1] <= s->hi[1] && l[2] >= s->lo[2] &&
+                 l[2] <= s->hi[2] && csm_mesh_inside(&s->mesh, l);
+    double side = within == s->inside ? 1.0 : -1.0; /* +1 on the free side */
+    int32_t t;
+    double dist = csm_mesh_closest(&s->mesh, l, q, &t);
+    if (clear) {
+        memcpy(clear, l, 3 * sizeof *clear);
+        clear[3] = side > 0 ? dist : 0.0;
+    }
+    double span = s->hi[0] - s->lo[0] + s->hi[1] - s->lo[1] + s->hi[2] - s->lo[2];
+    if (dist > 1e-12 * span) {
+        for (int a = 0; a < 3; a++) nl[a] = side * (l[a] - q[a]) / dist;
+    } else { /* on the surface: the face's normal, out of the solid */
+        const int32_t *v = &s->mesh.tri[3 * t];
+        const double *A = &s->mesh.v[3 * v[0]], *B = &s->mesh.v[3 * v[1]], *C = &s->mesh.v[3 * v[2]];
+        double ab[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]}, ac[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
+        csm_v3_cross(ab, ac, nl);
+        double len = csm_v3_norm(nl), out = s->inside ? -s->sign : s->sign;
+        for (int a = 0; a < 3; a++) nl[a] = len > 0 ? out * nl[a] / len : (a == 1);
+    }
+    csm_m3_mul_v3(R, nl, n);
+    return side * dist;
+}
+
+static void mesh_close(collider *c)
+{
+    csm_mesh_free(&c->u.mesh.mesh);
+    free(c->u.mesh.clear);
+}
+
+static const shape_ops mesh_ops = {mesh_place, mesh_depth, mesh_close};
+
+static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    const mesh_shape *p = csm_cfg_params(cfg);
+    if (motion_check(cfg, &p->m, err)) return -1;
+    char path[4096];
+    if (csm_find_beside(p->path, cfg->src, path, sizeof path))
+        return csm_cfg_fail(cfg, err, "path: no mesh '%s' here or in the config's folder or above it%s", p->path,
+                            strncmp(p->path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
+    collider *c = collider_new(cfg, &mesh_ops, offsetof(mesh_shape, mesh), state);
+    if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    mesh_shape *s = &c->u.mesh;
+    c->r = &s->r;
+    c->m = &s->m;
+    s->clear = calloc((size_t)w->P.n * 4 + 1, sizeof *s->clear);
+    if (!s->clear) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    s->n = w->P.n;
+    if (csm_mesh_load(&s->mesh, path, err)) return -1;
+    csm_mesh_place(&s->mesh, s->rotate, s->fit == FIT_UNIT_BOX, s->scale);
+    if (csm_mesh_build_tree(&s->mesh)) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    csm_mesh_bounds(&s->mesh, s->lo, s->hi);
+    double signed_volume = 0;
+    for (int32_t t = 0; t < s->mesh.nt; t++) {
+        const int32_t *v = &s->mesh.tri[3 * t];
+        double bc[3];
+        csm_v3_cross(&s->mesh.v[3 * v[1]], &s->mesh.v[3 * v[2]], bc);
+        signed_volume += csm_v3_dot(&s->mesh.v[3 * v[0]], bc);
+    }
+    if (!(csm_mesh_volume(&s->mesh) > 0) || !(s->hi[0] > s->lo[0] && s->hi[1] > s->lo[1] && s->hi[2] > s->lo[2]))
+        return csm_cfg_fail(cfg, err, "%s: the mesh encloses no volume (it is flat or a single point)", path);
+    s->sign = signed_volume > 0 ? 1.0 : -1.0;
+    double pad = 1e-9 * (s->hi[0] - s->lo[0] + s->hi[1] - s->lo[1] + s->hi[2] - s->lo[2]);
+    for (int a = 0; a < 3; a++) s->lo[a] -= pad, s->hi[a] += pad;
+    return 0;
+}
+
+const csm_collider csm_collider_mesh = {
+    .version = 2,
+    .name = "mesh",
+    .summary = "a solid triangle mesh (or, with inside, a closed vessel): signed distance to its nearest triangle, "
+               "the side from the generalized winding number; restitution and Coulomb friction; it may move and turn",
+    .params = mesh_params,
+    .create = mesh_create,
     .apply = collider_apply,
     .destroy = collider_destroy,
     .project = collider_project,

@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* mkstemps, fdopen */
 /* Contact between particles (core/contact.h) and the constraints the integrators project inside
    their iterations: the broad phase against brute force, momentum and angular momentum through a
    collision, no pair left overlapping, resting contact that holds a cube up, and the same bits
@@ -314,6 +315,74 @@ static void test_stack_comes_to_rest(void **state)
     run_stop(&r);
 }
 
+/* The mesh collider of a cube's 12 triangles pushes every particle exactly as the box collider
+   of the same size, pose and motion does: out through the nearest face from inside, not at all
+   from outside. Both project the same random points, inside and around the cube, turned and
+   moving (so its pose at the step's end is what both see). */
+static void test_mesh_collider_is_the_box(void **state)
+{
+    (void)state;
+    char off[] = "/tmp/csm_cube_XXXXXX.off";
+    int fd = mkstemps(off, 4);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    /* a cube of edge 2 about the origin, its faces wound outwards */
+    fputs("OFF\n8 12 0\n-1 -1 -1\n1 -1 -1\n1 1 -1\n-1 1 -1\n-1 -1 1\n1 -1 1\n1 1 1\n-1 1 1\n"
+          "3 0 3 2\n3 0 2 1\n3 4 5 6\n3 4 6 7\n3 0 1 5\n3 0 5 4\n3 2 3 7\n3 2 7 6\n3 1 2 6\n3 1 6 5\n"
+          "3 0 4 7\n3 0 7 3\n", f);
+    fclose(f);
+    enum { N = 2000 };
+    csm_rng rng;
+    csm_rng_seed(&rng, 11, 0);
+    size_t cap = 96 * N + 4096;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    int len = snprintf(text, cap, "name: mesh_box\nobjects:\n  - {shape: {type: points, positions: [");
+    for (int i = 0; i < N; i++)
+        len += snprintf(text + len, cap - (size_t)len, "%s[%.17g, %.17g, %.17g]", i ? ", " : "",
+                        0.3 + 1.6 * (csm_rng_uniform(&rng) - 0.5), 0.2 + 1.6 * (csm_rng_uniform(&rng) - 0.5),
+                        -0.1 + 1.6 * (csm_rng_uniform(&rng) - 0.5));
+    len += snprintf(text + len, cap - (size_t)len, "]}, mass: 1}\nclustering: {method: random_radius, radius: 10}\n");
+    const char *pose = "center: [0.3, 0.2, -0.1], rotate: [20, 35, -10], velocity: [0.2, -0.1, 0.3], "
+                       "angular_velocity: [0.5, 1, -0.7]";
+    char box_text[512], mesh_text[1024];
+    snprintf(box_text, sizeof box_text, "colliders=[{type: box, size: [1, 1, 1], %s}]", pose);
+    snprintf(mesh_text, sizeof mesh_text, "colliders=[{type: mesh, path: '%s', scale: 0.5, %s}]", off, pose);
+    const char *sets[2][1] = {{box_text}, {mesh_text}};
+    double *x[2];
+    int32_t moved = 0, kept = 0;
+    for (int k = 0; k < 2; k++) {
+        run r;
+        run_start_text(&r, "mesh_box.yaml", text, sets[k], 1);
+        csm_world *w = &r.sim.w;
+        w->time = 0.7;
+        x[k] = malloc(3 * sizeof *x[k] * (size_t)w->P.n);
+        assert_non_null(x[k]);
+        memcpy(x[k], w->P.x, 3 * sizeof *x[k] * (size_t)w->P.n);
+        const csm_stage *st = &r.sim.colliders[0];
+        double work = st->project(w, st->state, 0.01, x[k]);
+        assert_true(isfinite(work));
+        if (k == 1)
+            for (int32_t i = 0; i < w->P.n; i++) {
+                double d[3] = {x[1][3 * i] - w->P.x[3 * i], x[1][3 * i + 1] - w->P.x[3 * i + 1],
+                               x[1][3 * i + 2] - w->P.x[3 * i + 2]};
+                if (d[0] != 0 || d[1] != 0 || d[2] != 0) moved++;
+                else kept++;
+            }
+        run_stop(&r);
+    }
+    double worst = 0;
+    for (int32_t i = 0; i < 3 * N; i++) worst = fmax(worst, fabs(x[0][i] - x[1][i]));
+    printf("mesh collider of a cube against the box: %d points pushed, %d left, largest difference %.2e m\n", moved,
+           kept, worst);
+    assert_true(moved > N / 10 && kept > N / 10); /* both kinds of point are there */
+    assert_true(worst < 1e-12);
+    free(x[0]);
+    free(x[1]);
+    free(text);
+    remove(off);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_contact_is_thread_independent),
         cmocka_unit_test(test_dropped_cube_rests_firm),
         cmocka_unit_test(test_stack_comes_to_rest),
+        cmocka_unit_test(test_mesh_collider_is_the_box),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
