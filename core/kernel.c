@@ -460,17 +460,21 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
    orientations of D (E[tr(D B D^T)] = tr B E[|D|^2] / 3 for isotropically distributed D). It
    is then stiffer than the material, by lambda_max(B) / (tr B / 3), when stretched along its
    long axis and softer across it; refining clusters inside a body makes them isotropic, so the
-   error stays with the clusters the surface cuts. */
+   error stays with the clusters the surface cuts. An object with its own material
+   (objects[].modulus) gives its clusters its mu in place of the integrator's. */
 static double cluster_density(const csm_world *w, int32_t c)
 {
-    const csm_clusters *C = &w->C;
-    return C->offset[c] < C->offset[c + 1] ? w->object_density[w->P.object[C->member[C->offset[c]]]] : 0.0;
+    int32_t o = csm_cluster_object(w, c);
+    return o >= 0 ? w->object_density[o] : 0.0;
 }
 
 static double modulus_stiffness(const csm_world *w, double mu, int32_t c, const double Fp[9])
 {
     const csm_clusters *C = &w->C;
-    double M = C->mass[c], rho = cluster_density(w, c);
+    int32_t o = csm_cluster_object(w, c);
+    if (o < 0) return 0.0;
+    if (w->object_modulus && w->object_modulus[o] > 0) mu = w->object_modulus[o];
+    double M = C->mass[c], rho = w->object_density[o];
     if (!(M > 0) || !(rho > 0)) return 0.0;
     double A[9];
     cluster_arr(C, c, A);

@@ -111,7 +111,13 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
        and the integrator projects volume; config loading refused an explicit split it cannot run */
     const csm_integrator *in = (const csm_integrator *)cfg->integrator.plugin;
     int projects = in->version >= 3 && in->projects_volume;
-    int plastic = strcmp(cfg->plasticity.plugin->name, "none") != 0;
+    int plastic = 0, lagged = 0;
+    for (int k = 0; k < cfg->nobjects; k++) { /* the model each object runs */
+        const csm_plugin_cfg *pc = cfg->objects[k].own_plasticity ? &cfg->objects[k].plasticity : &cfg->plasticity;
+        const csm_value *update = csm_cfg_value(pc, "update");
+        plastic |= strcmp(pc->plugin->name, "none") != 0;
+        lagged |= update && update->num == 1; /* jones2016's immediate|lagged */
+    }
     w->volume = cfg->volume == CSM_VOLUME_AUTO
                     ? (plastic && projects && cfg->mode == CSM_MODE_RIGID ? CSM_VOLUME_SPLIT : CSM_VOLUME_COUPLED)
                     : cfg->volume;
@@ -128,7 +134,12 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->object_first = calloc((size_t)cfg->nobjects + 1, sizeof *w->object_first);
     w->object_spacing = calloc((size_t)cfg->nobjects, sizeof *w->object_spacing);
     w->object_density = calloc((size_t)cfg->nobjects, sizeof *w->object_density);
-    if (!pts || !counts || !volumes || !w->object_first || !w->object_spacing || !w->object_density) abort();
+    w->object_modulus = calloc((size_t)cfg->nobjects, sizeof *w->object_modulus);
+    if (!pts || !counts || !volumes || !w->object_first || !w->object_spacing || !w->object_density ||
+        !w->object_modulus)
+        abort();
+    for (int k = 0; k < cfg->nobjects; k++)
+        w->object_modulus[k] = ((const csm_body_params *)csm_cfg_params(&cfg->objects[k].body))->modulus;
     int rc = 0;
     int64_t n = 0;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
@@ -161,13 +172,15 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         return -1;
     }
 
-    /* Clusters never span objects: each object is clustered on its own. */
-    const csm_clustering *method = (const csm_clustering *)cfg->clustering.plugin;
+    /* Clusters never span objects: each object is clustered on its own, by its own clustering
+       section where it has one. */
     csm_cluster_builder b;
     csm_builder_init(&b);
-    for (int k = 0; k < cfg->nobjects && !rc; k++)
-        rc = method->build(&cfg->clustering, &w->P, w->object_first[k],
-                           w->object_first[k + 1] - w->object_first[k], cfg->seed, &b, err);
+    for (int k = 0; k < cfg->nobjects && !rc; k++) {
+        const csm_plugin_cfg *pc = cfg->objects[k].own_clustering ? &cfg->objects[k].clustering : &cfg->clustering;
+        rc = ((const csm_clustering *)pc->plugin)->build(pc, &w->P, w->object_first[k],
+                                                         w->object_first[k + 1] - w->object_first[k], cfg->seed, &b, err);
+    }
     if (!rc) {
         int degenerate = csm_clusters_from_builder(&w->C, &b, &w->P);
         if (degenerate < 0) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for clusters");
@@ -179,9 +192,11 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         return -1;
     }
     for (int32_t i = 0; i < w->P.n && !rc; i++)
-        if (w->C.poff[i] == w->C.poff[i + 1])
+        if (w->C.poff[i] == w->C.poff[i + 1]) {
+            const csm_object_cfg *o = &cfg->objects[w->P.object[i]];
             rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "clustering %s left particle %d in no cluster",
-                          method->name, i);
+                          (o->own_clustering ? &o->clustering : &cfg->clustering)->plugin->name, i);
+        }
 
     sim->integrator = (const csm_integrator *)cfg->integrator.plugin;
     if (!rc && sim->integrator->create)
@@ -212,11 +227,18 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     }
     if (k->nprojecting || k->contact) w->constraints = k;
     if (!rc) rc = create_stage(CSM_KIND_PLASTICITY, &cfg->plasticity, w, &sim->plasticity, err);
-    /* plasticity.update: lagged (index 1 of jones2016's immediate|lagged) keeps each cluster's F
-       from one step to the next */
-    const csm_value *update = csm_cfg_value(&cfg->plasticity, "update");
-    if (!rc && update && update->num == 1 && csm_clusters_lagged(&w->C))
-        rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    for (int o = 0; o < cfg->nobjects && !rc; o++) {
+        if (!cfg->objects[o].own_plasticity) continue;
+        if (!sim->own_plasticity) {
+            sim->own_plasticity = calloc((size_t)cfg->nobjects, sizeof *sim->own_plasticity);
+            sim->scope = calloc(2 * (size_t)cfg->nobjects, 1);
+            if (!sim->own_plasticity || !sim->scope) abort();
+        }
+        rc = create_stage(CSM_KIND_PLASTICITY, &cfg->objects[o].plasticity, w, &sim->own_plasticity[o], err);
+    }
+    for (int o = 0; o < cfg->nobjects && sim->scope; o++) sim->scope[o] = !cfg->objects[o].own_plasticity;
+    /* plasticity.update: lagged keeps each cluster's F from one step to the next */
+    if (!rc && lagged && csm_clusters_lagged(&w->C)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     if (!rc) rc = create_stage(CSM_KIND_RECLUSTERER, &cfg->recluster, w, &sim->recluster, err);
     if (rc) {
         csm_sim_destroy(sim);
@@ -234,6 +256,9 @@ void csm_sim_destroy(csm_sim *sim)
     for (int k = 0; k < sim->nforces && sim->forces; k++) destroy_stage(&sim->forces[k]);
     for (int k = 0; k < sim->ncolliders && sim->colliders; k++) destroy_stage(&sim->colliders[k]);
     destroy_stage(&sim->plasticity);
+    for (int k = 0; k < sim->w.nobjects && sim->own_plasticity; k++) destroy_stage(&sim->own_plasticity[k]);
+    free(sim->own_plasticity);
+    free(sim->scope);
     destroy_stage(&sim->recluster);
     free(sim->forces);
     free(sim->colliders);
@@ -254,12 +279,33 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->w.object_first);
     free(sim->w.object_spacing);
     free(sim->w.object_density);
+    free(sim->w.object_modulus);
     memset(sim, 0, sizeof *sim);
 }
 
 static int apply_stage(csm_stage *st, csm_world *w, double h, csm_error *err)
 {
     return st->apply ? st->apply(w, st->state, h, err) : 0;
+}
+
+/* The plasticity models: the top-level one, on every object without its own, then each object's
+   own, on that object alone (csm_world.scope). */
+static int plastic_flow(csm_sim *sim, double h, csm_error *err)
+{
+    csm_world *w = &sim->w;
+    if (!sim->scope) return apply_stage(&sim->plasticity, w, h, err);
+    int32_t n = w->nobjects;
+    w->scope = sim->scope;
+    int rc = apply_stage(&sim->plasticity, w, h, err);
+    for (int32_t k = 0; k < n && !rc; k++) {
+        if (!sim->own_plasticity[k].plugin) continue;
+        memset(sim->scope + n, 0, (size_t)n);
+        sim->scope[n + k] = 1;
+        w->scope = sim->scope + n;
+        rc = apply_stage(&sim->own_plasticity[k], w, h, err);
+    }
+    w->scope = NULL;
+    return rc;
 }
 
 static double potentials(const csm_sim *sim)
@@ -392,7 +438,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     if (sim->ncolliders) sim->work_external += collider_work(sim, sim->collider_before, U0, h);
     w->x_step = NULL;
     double t1 = csm_now();
-    if (apply_stage(&sim->plasticity, w, h, err)) return -1;
+    if (plastic_flow(sim, h, err)) return -1;
     double t2 = csm_now();
     if (apply_stage(&sim->recluster, w, h, err)) return -1;
     double t3 = csm_now();

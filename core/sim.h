@@ -44,6 +44,11 @@ typedef struct csm_sim {
     const csm_integrator *integrator;
     void *integrator_state;
     csm_stage plasticity, recluster;
+    /* Objects with their own plasticity section (objects[].plasticity): their models ([nobjects],
+       zero for the others, NULL when no object has one) and the scopes the models run under
+       (csm_world.scope): [2 nobjects], the objects the top-level model acts on, then one object's. */
+    csm_stage *own_plasticity;
+    unsigned char *scope;
     csm_stage *forces, *colliders;
     int nforces, ncolliders;
     csm_timings last;            /* timings of the last frame, indexed as report.timing_name */

@@ -223,6 +223,12 @@ typedef struct csm_world {
     int32_t *object_first;       /* [nobjects+1] particle ranges */
     double *object_spacing;      /* [nobjects] sampling spacing used (chosen for a `particles` target) */
     double *object_density;      /* [nobjects] mass / volume (0 for a points shape, which has no volume) */
+    double *object_modulus;      /* [nobjects] shear modulus (Pa) of each object's material, in place of the
+                                    integrator's (objects[].modulus; 0 or NULL: the integrator's) */
+    /* The objects the plasticity model now running acts on: NULL (all), or [nobjects] flags.
+       The simulation sets it around each model's apply when objects carry their own
+       (objects[].plasticity); a model skips the clusters csm_cluster_in_scope refuses. */
+    const unsigned char *scope;
     double time;
     int64_t step;
     const csm_rotation *rotation;
@@ -246,6 +252,21 @@ typedef struct csm_world {
     const double *x_step;        /* [3n] the positions at the start of the step under way, while the
                                     constraints project (their friction's slip); NULL otherwise */
 } csm_world;
+
+/* The object cluster c belongs to (clusters never span objects); -1 for a cluster without members. */
+static inline int32_t csm_cluster_object(const csm_world *w, int32_t c)
+{
+    const csm_clusters *C = &w->C;
+    return C->offset[c] < C->offset[c + 1] ? w->P.object[C->member[C->offset[c]]] : -1;
+}
+
+/* Whether the stage now running acts on cluster c (csm_world.scope). */
+static inline int csm_cluster_in_scope(const csm_world *w, int32_t c)
+{
+    if (!w->scope) return 1;
+    int32_t o = csm_cluster_object(w, c);
+    return o >= 0 && w->scope[o];
+}
 
 /* Project positions x (the integrator's iterate) onto the world's constraints: every collider
    that projects, then the contacts between particles (core/contact.h), whose pairs the first

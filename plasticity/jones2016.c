@@ -175,8 +175,8 @@ static double flow_cluster(const csm_flow_params *p, csm_world *w, int32_t c, do
     return isfinite(released) ? released : 0.0;
 }
 
-/* After the step's dynamics: every cluster with a volume (rank 3) flows independently, those
-   fading out included (under the same guard). A planar or collinear cluster has no F^e in the
+/* After the step's dynamics: every cluster with a volume (rank 3) of the objects in scope
+   (csm_world.scope) flows independently, those fading out included (under the same guard). A planar or collinear cluster has no F^e in the
    missing directions and never flows. */
 static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
 {
@@ -188,7 +188,7 @@ static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
 #pragma omp parallel for schedule(static) reduction(+ : skipped)
     for (int b = 0; b < CSM_SUM_BLOCKS; b++)
         for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
-            if (C->rank[c] == 3) part[b] += flow_cluster(p, w, c, h, &skipped);
+            if (C->rank[c] == 3 && csm_cluster_in_scope(w, c)) part[b] += flow_cluster(p, w, c, h, &skipped);
     w->report->plastic_skipped += skipped;
     w->report->dissipated[CSM_DISSIPATED_PLASTIC] += csm_block_total(part);
     return 0;

@@ -141,6 +141,9 @@ static const csm_param_spec body_params[] = {
     CSM_P_MAT3(csm_body_params, deform, -1e9, 1e9, "initial deformation about the centroid; rest shape undeformed"),
     CSM_P_VEC3(csm_body_params, velocity, 0, 0, 0, -1e9, 1e9, "initial velocity"),
     CSM_P_VEC3(csm_body_params, angular_velocity, 0, 0, 0, -1e9, 1e9, "initial angular velocity about the centroid"),
+    CSM_P_REAL(csm_body_params, modulus, 0, 0, 1e15,
+               "shear modulus mu (Pa) of this object's material, in place of the solver's modulus (0: the solver's; "
+               "needs an integrator that takes its stiffness from a modulus)"),
     CSM_PARAM_END,
 };
 static const csm_param_spec pin_index_spec = CSM_P_UNBOUND("indices", CSM_INT, 0, 0, 2147483647, "particle index", NULL,
@@ -255,11 +258,42 @@ static int parse_object(csm_node *on, int index, csm_object_cfg *o, csm_error *e
             o->pin_value[side] = pin.value;
         }
     }
-    const char *also[] = {"shape", "sampling", "pinned", NULL};
+    const char *also[] = {"shape", "sampling", "pinned", "clustering", "plasticity", NULL};
     static const csm_plugin_head body = {1, "body", "", body_params};
     o->body.plugin = &body;
     o->body.line = on->line;
     return csm_section_fixed(on, path, body_params, also, o->body.values, o->body.params.bytes, err);
+}
+
+static csm_node *node_copy(const csm_node *n)
+{
+    csm_node *c = csm_node_new(n->kind, n->src, n->line);
+    if (n->key) c->key = csm_dupstr(n->key, strlen(n->key));
+    if (n->text) c->text = csm_dupstr(n->text, strlen(n->text));
+    c->quoted = n->quoted;
+    for (int k = 0; k < n->nchild; k++) csm_node_append(c, node_copy(n->child[k]));
+    return c;
+}
+
+/* objects[index].<key>, the object's own section of a plugin kind: unless its selector names
+   another plugin than the top-level section's, it takes that section's values for the keys it
+   does not set (`clustering: {radius: 0.1}` changes the radius alone), so the resolved config
+   shows every value in force. */
+static int object_section(csm_node *on, int index, const char *key, const csm_node *top, csm_kind kind,
+                          const char *selector, int *own, csm_plugin_cfg *out, csm_error *err)
+{
+    csm_node *mine = csm_node_get(on, key);
+    if (!mine) return 0;
+    char path[160];
+    snprintf(path, sizeof path, "objects[%d].%s", index, key);
+    if (mine->kind != CSM_NODE_MAP) FAIL_AT(err, mine, "%s must be a mapping {%s: ..., ...}", path, selector);
+    const csm_node *sel = csm_node_get(mine, selector), *top_sel = csm_node_get(top, selector);
+    int same = !sel || (top_sel && sel->kind == CSM_NODE_SCALAR && top_sel->kind == CSM_NODE_SCALAR &&
+                        strcmp(sel->text, top_sel->text) == 0);
+    for (int k = 0; same && k < top->nchild; k++)
+        if (!csm_node_get(mine, top->child[k]->key)) csm_node_append(mine, node_copy(top->child[k]));
+    *own = 1;
+    return csm_section_plugin(mine, path, kind, selector, NULL, NULL, out, err);
 }
 
 static int parse_plugin_list(csm_node *root, const char *key, csm_kind kind, csm_plugin_cfg **out,
@@ -292,6 +326,8 @@ void csm_config_free(csm_config *cfg)
         free_values(&cfg->objects[k].shape);
         free_values(&cfg->objects[k].sampling);
         free_values(&cfg->objects[k].body);
+        free_values(&cfg->objects[k].clustering);
+        free_values(&cfg->objects[k].plasticity);
         free(cfg->objects[k].pin_index);
     }
     free(cfg->objects);
@@ -514,6 +550,25 @@ static int load(const char *path, const char *text, const char *const *overrides
     if (csm_section_plugin(csm_section_node(root, "plasticity", CSM_NODE_MAP), "plasticity",
                              CSM_KIND_PLASTICITY, "model", "none", NULL, &cfg->plasticity, err))
         goto fail;
+    for (int k = 0; k < cfg->nobjects; k++) {
+        csm_object_cfg *o = &cfg->objects[k];
+        if (object_section(objects->child[k], k, "clustering", csm_node_get(root, "clustering"), CSM_KIND_CLUSTERING,
+                           "method", &o->own_clustering, &o->clustering, err) ||
+            object_section(objects->child[k], k, "plasticity", csm_node_get(root, "plasticity"), CSM_KIND_PLASTICITY,
+                           "model", &o->own_plasticity, &o->plasticity, err))
+            goto fail;
+        const csm_body_params *bp = csm_cfg_params(&o->body);
+        const csm_value *mu = csm_cfg_value(&cfg->integrator, "modulus");
+        if (bp->modulus > 0 && (!mu || !(mu->num > 0))) {
+            char wbuf[512];
+            csm_fail(err, CSM_EXIT_BAD_INPUT,
+                     "%s: objects[%d].modulus needs an integrator whose stiffness comes from a modulus (%s takes alpha "
+                     "unless solver.modulus is set)",
+                     csm_node_where(csm_node_get(objects->child[k], "modulus"), wbuf, sizeof wbuf), k,
+                     cfg->integrator.plugin->name);
+            goto fail;
+        }
+    }
     if (csm_section_plugin(csm_section_node(root, "recluster", CSM_NODE_MAP), "recluster",
                              CSM_KIND_RECLUSTERER, "method", "none", NULL, &cfg->recluster, err))
         goto fail;

@@ -55,6 +55,7 @@ typedef struct csm_sampling_params {
 typedef struct csm_body_params {
     double mass, density;
     double position[3], deform[9], velocity[3], angular_velocity[3];
+    double modulus;           /* shear modulus (Pa) of this object's material; 0: the solver's */
 } csm_body_params;
 
 typedef struct csm_object_cfg {
@@ -68,6 +69,9 @@ typedef struct csm_object_cfg {
     double pin_value[2];
     int32_t *pin_index;       /* pinned.indices: particle indices within the object */
     int npin_index;
+    /* the object's own clustering and plasticity sections, in place of the top-level ones */
+    int own_clustering, own_plasticity;
+    csm_plugin_cfg clustering, plasticity;
 } csm_object_cfg;
 
 /* One key of a config's `sweep:` mapping: a key path and its values, each as YAML flow text
