@@ -169,7 +169,7 @@ typedef enum csm_kind {
 #define CSM_PLASTICITY_VERSION 1
 #define CSM_RECLUSTERER_VERSION 1
 #define CSM_FORCE_VERSION 1
-#define CSM_COLLIDER_VERSION 2
+#define CSM_COLLIDER_VERSION 3
 
 /* Advances particles by one step of length h. create sees the world as it starts (particles,
    clusters, densities), so it can size and prefactor what it needs; a step can compare
@@ -245,6 +245,11 @@ typedef struct csm_collider {
        sum_i m_i dx_i . v_c / h with v_c the surface's velocity (0 at rest), or NaN when out of
        memory. apply, after the integrator, answers every particle it pushed during the step. */
     double (*project)(const struct csm_world *w, void *state, double h, double *x);
+    /* Version 3; NULL: nothing to log. Where the collider stands at time t: its centre, and the
+       rotation its path has turned it by since it started (its initial orientation, a config's
+       `rotate`, not included). The log keeps both every frame (/colliders/<k>/center and
+       rotation, k its index in the config's list). */
+    void (*pose)(const void *state, double t, double center[3], double R[9]);
 } csm_collider;
 
 /* Updates each cluster's plastic deformation F^p. */

@@ -222,6 +222,7 @@ struct collider {
     const shape_ops *ops;
     const response *r;
     const motion *m;
+    double centre[3]; /* at rest: the point its path moves and turns it about */
     unsigned char *hit; /* [n] pushed this step */
     touch *touch;       /* [n] valid where hit */
     int64_t cap_hit, cap_touch;
@@ -256,6 +257,16 @@ static void collider_destroy(void *state)
         free(c->touch);
     }
     free(c);
+}
+
+/* The pose the log keeps (csm_collider.pose). */
+static void collider_pose(const void *state, double t, double center[3], double R[9])
+{
+    const collider *c = state;
+    pose p;
+    pose_at(c->m, t, &p);
+    for (int a = 0; a < 3; a++) center[a] = c->centre[a] + p.d[a];
+    memcpy(R, p.R, sizeof p.R);
 }
 
 /* One particle's projection; returns the work its push and friction did. */
@@ -383,8 +394,7 @@ static const csm_param_spec plane_params[] = {
 static void plane_place(const collider *c, double t0, double h, placed *pl)
 {
     const plane *s = &c->u.plane;
-    double centre[3] = {s->offset * s->normal[0], s->offset * s->normal[1], s->offset * s->normal[2]};
-    stride_begin(&pl->st, &s->m, centre, t0, h);
+    stride_begin(&pl->st, c->m, c->centre, t0, h);
     csm_m3_mul_v3(pl->st.R1, s->normal, pl->n);
     pl->offset = csm_v3_dot(pl->n, pl->st.c1);
 }
@@ -410,13 +420,14 @@ static int plane_create(const csm_plugin_cfg *cfg, const csm_world *w, void **st
     collider *c = collider_new(cfg, &plane_ops, sizeof *p, state);
     if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     for (int d = 0; d < 3; d++) c->u.plane.normal[d] = p->normal[d] / len;
+    for (int d = 0; d < 3; d++) c->centre[d] = p->offset * c->u.plane.normal[d];
     c->r = &c->u.plane.r;
     c->m = &c->u.plane.m;
     return 0;
 }
 
 const csm_collider csm_collider_plane = {
-    .version = 2,
+    .version = 3,
     .name = "plane",
     .summary = "half-space normal . x >= offset with restitution and Coulomb friction; it may move and turn",
     .params = plane_params,
@@ -424,6 +435,7 @@ const csm_collider csm_collider_plane = {
     .apply = collider_apply,
     .destroy = collider_destroy,
     .project = collider_project,
+    .pose = collider_pose,
 };
 
 static const csm_param_spec sphere_params[] = {
@@ -438,7 +450,7 @@ static const csm_param_spec sphere_params[] = {
 
 static void sphere_place(const collider *c, double t0, double h, placed *pl)
 {
-    stride_begin(&pl->st, &c->u.sphere.m, c->u.sphere.center, t0, h);
+    stride_begin(&pl->st, c->m, c->centre, t0, h);
 }
 
 static double sphere_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
@@ -468,11 +480,12 @@ static int sphere_create(const csm_plugin_cfg *cfg, const csm_world *w, void **s
     if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     c->r = &c->u.sphere.r;
     c->m = &c->u.sphere.m;
+    memcpy(c->centre, p->center, sizeof c->centre);
     return 0;
 }
 
 const csm_collider csm_collider_sphere = {
-    .version = 2,
+    .version = 3,
     .name = "sphere",
     .summary = "a solid ball (or, with inside, a spherical shell) with restitution and Coulomb friction; it may move "
                "and turn",
@@ -481,6 +494,7 @@ const csm_collider csm_collider_sphere = {
     .apply = collider_apply,
     .destroy = collider_destroy,
     .project = collider_project,
+    .pose = collider_pose,
 };
 
 static const csm_param_spec box_params[] = {
@@ -527,7 +541,7 @@ static double box_contact(const double l[3], const double half[3], int inside, d
 
 static void box_place(const collider *c, double t0, double h, placed *pl)
 {
-    stride_begin(&pl->st, &c->u.box.m, c->u.box.center, t0, h);
+    stride_begin(&pl->st, c->m, c->centre, t0, h);
     csm_m3_mul(pl->st.R1, c->u.box.R0, pl->R); /* the box's axes are R's columns */
 }
 
@@ -559,11 +573,12 @@ static int box_create(const csm_plugin_cfg *cfg, const csm_world *w, void **stat
     csm_m3_rotation_degrees(p->rotate, c->u.box.R0); /* as a shape's rotate */
     c->r = &c->u.box.r;
     c->m = &c->u.box.m;
+    memcpy(c->centre, p->center, sizeof c->centre);
     return 0;
 }
 
 const csm_collider csm_collider_box = {
-    .version = 2,
+    .version = 3,
     .name = "box",
     .summary = "a solid box (or, with inside, a container) with restitution and Coulomb friction; it may move and "
                "turn",
@@ -572,6 +587,7 @@ const csm_collider csm_collider_box = {
     .apply = collider_apply,
     .destroy = collider_destroy,
     .project = collider_project,
+    .pose = collider_pose,
 };
 
 static const csm_param_spec mesh_params[] = {
@@ -591,7 +607,7 @@ static const csm_param_spec mesh_params[] = {
 
 static void mesh_place(const collider *c, double t0, double h, placed *pl)
 {
-    stride_begin(&pl->st, &c->u.mesh.m, c->u.mesh.center, t0, h);
+    stride_begin(&pl->st, c->m, c->centre, t0, h);
     memcpy(pl->R, pl->st.R1, sizeof pl->R); /* the mesh was turned by rotate when it was placed */
 }
 
@@ -656,6 +672,7 @@ static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
     mesh_shape *s = &c->u.mesh;
     c->r = &s->r;
     c->m = &s->m;
+    memcpy(c->centre, p->center, sizeof c->centre);
     s->clear = calloc((size_t)w->P.n * 4 + 1, sizeof *s->clear);
     if (!s->clear) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     s->n = w->P.n;
@@ -679,7 +696,7 @@ static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
 }
 
 const csm_collider csm_collider_mesh = {
-    .version = 2,
+    .version = 3,
     .name = "mesh",
     .summary = "a solid triangle mesh (or, with inside, a closed vessel): signed distance to its nearest triangle, "
                "the side from the generalized winding number; restitution and Coulomb friction; it may move and turn",
@@ -688,4 +705,5 @@ const csm_collider csm_collider_mesh = {
     .apply = collider_apply,
     .destroy = collider_destroy,
     .project = collider_project,
+    .pose = collider_pose,
 };

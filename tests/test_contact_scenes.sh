@@ -18,3 +18,22 @@ for scene in two_bunnies stack; do
         --set contact.method=cluster_proxies "${extra[@]}" >/dev/null
 done
 "$py" "$root/experiments/analysis/contact.py" "$tmp/two_bunnies_proxies.h5" "$tmp/stack_proxies.h5" --check 0.05
+# The press's plates: the log keeps each collider's pose every frame, and it follows the
+# keyframes (0.15 m inwards over the first second, held to 1.5 s, back out by 2 s).
+"$csm" run "$root/experiments/configs/press.yaml" -o "$tmp/press.h5" --set time.frames=100 \
+    --set objects.0.sampling.particles=300 --set clustering.count=10 >/dev/null
+"$py" - "$tmp/press.h5" <<'PY'
+import sys
+import h5py
+import numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    t = f["frames/time"][:]
+    expect = np.interp(t, [0, 1, 1.5, 2], [0, 0.15, 0.15, 0])
+    for k, sign in ((0, 1), (1, -1)):
+        c = f[f"colliders/{k}/center"][:]
+        R = f[f"colliders/{k}/rotation"][:]
+        err = np.abs(c[:, 0] - sign * (-0.5 + expect)).max()
+        print(f"colliders/{k}: x from {c[0, 0]:+.3f} to {c[-1, 0]:+.3f} m, largest error {err:.2e} m")
+        assert err < 1e-12 and np.abs(c[:, 1:]).max() == 0
+        assert np.abs(R - np.eye(3)).max() == 0
+PY

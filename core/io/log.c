@@ -286,7 +286,7 @@ static int plugin_scratch(csm_log *log, const csm_world *w)
     size_t need = 0;
     for (int k = 0; k < log->nfield; k++) {
         const field_spec *f = &log->field[k];
-        if (!f->plugin || log->ds[k] < 0) continue;
+        if (!f->listed || log->ds[k] < 0) continue;
         hsize_t rows = f->shape == SHAPE_PARTICLES3 ? (hsize_t)w->P.n : csm_log_frame_rows(f, w);
         size_t bytes = (size_t)rows * (size_t)f->cols * (f->type == T_I32 ? 4 : 8);
         if (bytes > need) need = bytes;

@@ -64,7 +64,7 @@ static const void *d_timing(const frame_ctx *c, const field_spec *f) { return &c
 
 /* A built-in row: everything but the fields a plugin's or a timing's row uses. */
 #define FIELD(path, type, shape, rows, units, description, cols, opt, data)                     \
-    {(path), (type), (shape), (rows), (units), (description), (cols), (opt), (data), 0, NULL, NULL}
+    {(path), (type), (shape), (rows), (units), (description), (cols), (opt), (data), 0, NULL, NULL, 0}
 
 const field_spec csm_log_fields[F_NFIELDS] = {
     [F_TIME] = FIELD("/frames/time", T_F64, SHAPE_SCALAR, ROWS_ONE, "s", "simulated time of each logged frame", 0, OPT_NONE, NULL),
@@ -180,7 +180,7 @@ static int timing_field(csm_log *log, const char *name, const char *doc, int ind
     const char *path = own(log, "/timings/", name);
     if (!path) return -1;
     return add_field(log, (field_spec){path, T_F64, SHAPE_SCALAR, ROWS_ONE, "s", doc, 0, OPT_NONE, d_timing, index,
-                                       NULL, NULL});
+                                       NULL, NULL, 0});
 }
 
 /* A plugin's field as a row of the table. */
@@ -199,11 +199,45 @@ static int plugin_field(csm_log *log, const char *plugin, const csm_log_field *l
                             plugin, path);
     field_spec f = {path, types[lf->type], lf->width == 1 ? SHAPE_SCALAR : SHAPE_COLS, ROWS_ONE,
                     lf->units ? lf->units : "1", lf->description ? lf->description : "", lf->width, OPT_NONE, d_plugin,
-                    0, lf, state};
+                    0, lf, state, 1};
     if (lf->rows == CSM_ROWS_PARTICLE) f.shape = SHAPE_PARTICLES3;
     if (lf->rows == CSM_ROWS_CLUSTER) f.rows = ROWS_CLUSTERS;
     if (lf->rows == CSM_ROWS_MEMBERSHIP) f.rows = ROWS_MEMBERSHIPS;
     return add_field(log, f) ? csm_fail(err, CSM_EXIT_FAILURE, "out of memory") : 0;
+}
+
+/* Collider k's pose at the frame's time (csm_collider.pose): its centre for an even index 2k, its
+   rotation for 2k + 1. */
+static const void *d_collider_pose(const frame_ctx *c, const field_spec *f)
+{
+    const csm_stage *st = &c->sim->colliders[f->index / 2];
+    double centre[3], R[9];
+    ((const csm_collider *)st->plugin)->pose(st->state, c->sim->w.time, centre, R);
+    if (f->index % 2) memcpy(c->scratch, R, sizeof R);
+    else memcpy(c->scratch, centre, sizeof centre);
+    return c->scratch;
+}
+
+/* /colliders/<k>/center and rotation, for each collider that tells its pose. */
+static int collider_fields(csm_log *log, const csm_sim *sim)
+{
+    for (int k = 0; k < sim->ncolliders; k++) {
+        const csm_collider *p = (const csm_collider *)sim->colliders[k].plugin;
+        if (p->version < 3 || !p->pose) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/colliders/%d/", k);
+        const char *centre = own(log, path, "center"), *rotation = own(log, path, "rotation");
+        if (!centre || !rotation ||
+            add_field(log, (field_spec){centre, T_F64, SHAPE_VEC3, ROWS_ONE, "m",
+                                        "per frame, where the collider's centre is (colliders[k] of the config)", 3,
+                                        OPT_NONE, d_collider_pose, 2 * k, NULL, NULL, 1}) ||
+            add_field(log, (field_spec){rotation, T_F64, SHAPE_MAT3, ROWS_ONE, "1",
+                                        "per frame, the rotation its path has turned it by since it started (its "
+                                        "rotate not included)",
+                                        9, OPT_NONE, d_collider_pose, 2 * k + 1, NULL, NULL, 1}))
+            return -1;
+    }
+    return 0;
 }
 
 static int plugin_fields(csm_log *log, const csm_plugin_head *p, const csm_log_field *lf, const void *state,
@@ -241,7 +275,7 @@ int csm_log_fields_build(csm_log *log, const csm_sim *sim, csm_error *err)
             const char *path = own(log, "", line);
             int rows = atoi(tab + 1);
             if (path && rows >= ROWS_ONE && rows <= ROWS_MEMBERSHIPS)
-                add_field(log, (field_spec){path, T_F64, SHAPE_SCALAR, rows, "", "", 0, OPT_NONE, NULL, 0, NULL, NULL});
+                add_field(log, (field_spec){path, T_F64, SHAPE_SCALAR, rows, "", "", 0, OPT_NONE, NULL, 0, NULL, NULL, 0});
         }
         free(extra);
         return 0;
@@ -249,6 +283,7 @@ int csm_log_fields_build(csm_log *log, const csm_sim *sim, csm_error *err)
     const csm_report *r = &sim->report;
     for (int k = 0; k < r->ntimings; k++)
         if (timing_field(log, r->timing_name[k], r->timing_doc[k], k)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    if (collider_fields(log, sim)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     int rc = plugin_fields(log, sim->cfg->integrator.plugin, sim->integrator->fields, sim->integrator_state, err);
     for (int k = 0; k < sim->nforces && !rc; k++)
         rc = plugin_fields(log, sim->forces[k].plugin, sim->forces[k].fields, sim->forces[k].state, err);
@@ -263,13 +298,13 @@ int csm_log_fields_record(const csm_log *log)
 {
     size_t len = 1, used = 0;
     for (int k = 0; k < log->nfield; k++)
-        if (log->field[k].plugin) len += strlen(log->field[k].path) + 8;
+        if (log->field[k].listed) len += strlen(log->field[k].path) + 8;
     if (len == 1) return 0;
     char *text = malloc(len);
     if (!text) return -1;
     text[0] = '\0';
     for (int k = 0; k < log->nfield; k++)
-        if (log->field[k].plugin)
+        if (log->field[k].listed)
             used += (size_t)snprintf(text + used, len - used, "%s\t%d\n", log->field[k].path, log->field[k].rows);
     int rc = csm_h5_attr_string(log->file, "extra_datasets", text);
     free(text);

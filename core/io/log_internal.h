@@ -55,6 +55,8 @@ typedef struct field_spec {
     int index;                   /* a timing's index in the report */
     const csm_log_field *plugin; /* a plugin's field, and the state its accessor reads */
     const void *state;
+    int listed; /* not in every log: named in its extra_datasets (a plugin's fields, the colliders' poses),
+                   its rows gathered in the frame's scratch */
 } field_spec;
 
 enum {
