@@ -173,18 +173,25 @@ $(OUT)/integrators.md:
 	$(PY) $(A)/convergence.py $(OUT)/integrators/refinement --where integrator=projective_dynamics --last 2 -o $(OUT)/integrators_refinement_pd >> $@.tmp
 	mv $@.tmp $@
 
-# Contact (ours): two bunnies dropped onto each other and the ground, a stack of five cubes, and
-# the plastic block in a press; renders coloured by object, then the overlaps, energies, timings.
+# Contact (ours): two bunnies dropped onto each other and the ground, a stack of five cubes, the
+# plastic block in a press, a beam folding onto itself and a sheet draped over a mesh collider;
+# renders coloured by object, then the overlaps, energies, timings.
 $(OUT)/contact.md:
 	data/fetch_meshes.sh
 	mkdir -p $(OUT)/contact
 	$(CSM) run $(C)/two_bunnies.yaml -o $(OUT)/contact/two_bunnies.h5 --force
 	$(CSM) run $(C)/stack.yaml -o $(OUT)/contact/stack.h5 --force
 	$(CSM) run $(C)/press.yaml -o $(OUT)/contact/press.h5 --force
+	$(CSM) run $(C)/fold.yaml -o $(OUT)/contact/fold.h5 --force
+	$(CSM) run $(C)/fold.yaml -o $(OUT)/contact/fold_without_self.h5 --force --set contact.self=false
+	$(CSM) run $(C)/drape.yaml -o $(OUT)/contact/drape.h5 --force
 	$(PY) $(A)/render.py $(OUT)/contact/two_bunnies.h5 --frames 0,30,60,-1 --color object -o $(OUT)/two_bunnies > $@.tmp
 	$(PY) $(A)/render.py $(OUT)/contact/stack.h5 --frames 0,20,-1 --color object -o $(OUT)/stack >> $@.tmp
 	$(PY) $(A)/render.py $(OUT)/contact/press.h5 --frames 0,75,-1 --color displacement --view iso -o $(OUT)/press >> $@.tmp
+	$(PY) $(A)/render.py $(OUT)/contact/fold.h5 --frames 20,35,50,-1 --view xy -o $(OUT)/fold >> $@.tmp
+	$(PY) $(A)/render.py $(OUT)/contact/drape.h5 --frames 0,60,-1 --view iso -o $(OUT)/drape >> $@.tmp
 	$(PY) $(A)/contact.py $(OUT)/contact/two_bunnies.h5 $(OUT)/contact/stack.h5 >> $@.tmp
+	$(PY) $(A)/contact.py $(OUT)/contact/fold.h5 $(OUT)/contact/fold_without_self.h5 --self >> $@.tmp
 	$(PY) $(A)/plasticity.py $(OUT)/contact/press.h5 >> $@.tmp
 	mv $@.tmp $@
 # Movies of the twisted and compressed beams (Debian's ffmpeg, which ./build.sh figures installs).

@@ -3,7 +3,8 @@
 # and the ground, and the stack of five cubes. No pair of particles of two objects is closer than
 # 95 % of the contact distance at the end of any frame (one step each), by the broad phase's
 # list and by a brute-force search (experiments/analysis/contact.py --check); both runs finish.
-# The same for both scenes with contact.method cluster_proxies.
+# The same for both scenes with contact.method cluster_proxies; the beam folding onto itself; the
+# sheet draped over a mesh collider; the press's plates as the log keeps them.
 source "$(dirname "$0")/lib.sh" "$@"
 set -e # a command that fails ends the test
 "$root/data/fetch_meshes.sh" --check
@@ -18,6 +19,13 @@ for scene in two_bunnies stack; do
         --set contact.method=cluster_proxies "${extra[@]}" >/dev/null
 done
 "$py" "$root/experiments/analysis/contact.py" "$tmp/two_bunnies_proxies.h5" "$tmp/stack_proxies.h5" --check 0.05
+# The beam that folds onto itself (self contact), as the experiment runs it: no two particles of
+# the beam that no cluster holds together come closer than 95 % of d.
+"$csm" run "$root/experiments/configs/fold.yaml" -o "$tmp/fold.h5" >/dev/null
+"$py" "$root/experiments/analysis/contact.py" "$tmp/fold.h5" --check 0.05
+# The sheet draped over the bunny (the mesh collider), coarser and shorter: it runs to the end.
+"$csm" run "$root/experiments/configs/drape.yaml" -o "$tmp/drape.h5" --set time.frames=60 \
+    --set objects.0.sampling.spacing=0.07 >/dev/null
 # The press's plates: the log keeps each collider's pose every frame, and it follows the
 # keyframes (0.15 m inwards over the first second, held to 1.5 s, back out by 2 s).
 "$csm" run "$root/experiments/configs/press.yaml" -o "$tmp/press.h5" --set time.frames=100 \
