@@ -352,7 +352,9 @@ void csm_mesh_bounds(const csm_mesh *m, double lo[3], double hi[3])
         }
 }
 
-double csm_mesh_volume(const csm_mesh *m)
+double csm_mesh_volume(const csm_mesh *m) { return fabs(csm_mesh_signed_volume(m)); }
+
+double csm_mesh_signed_volume(const csm_mesh *m)
 {
     double vol = 0;
     for (int32_t t = 0; t < m->nt; t++) {
@@ -361,7 +363,7 @@ double csm_mesh_volume(const csm_mesh *m)
         csm_v3_cross(b, c, bc);
         vol += csm_v3_dot(a, bc);
     }
-    return fabs(vol) / 6.0;
+    return vol / 6.0;
 }
 
 /* ------------------------------------------------------------------------------------------ */

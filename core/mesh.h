@@ -43,6 +43,9 @@ void csm_mesh_bounds(const csm_mesh *m, double lo[3], double hi[3]);
 /* Enclosed volume by the divergence theorem (exact for closed meshes; its absolute value, so an
    inside-out mesh has a positive volume). */
 double csm_mesh_volume(const csm_mesh *m);
+/* The same with its sign: positive when the faces wind outwards (counter-clockwise seen from
+   outside), negative for an inside-out mesh. */
+double csm_mesh_signed_volume(const csm_mesh *m);
 
 /* Build the tree csm_mesh_winding and csm_mesh_inside need: once placed, after load and any
    transform. */

@@ -680,14 +680,8 @@ static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
     csm_mesh_place(&s->mesh, s->rotate, s->fit == FIT_UNIT_BOX, s->scale);
     if (csm_mesh_build_tree(&s->mesh)) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
     csm_mesh_bounds(&s->mesh, s->lo, s->hi);
-    double signed_volume = 0;
-    for (int32_t t = 0; t < s->mesh.nt; t++) {
-        const int32_t *v = &s->mesh.tri[3 * t];
-        double bc[3];
-        csm_v3_cross(&s->mesh.v[3 * v[1]], &s->mesh.v[3 * v[2]], bc);
-        signed_volume += csm_v3_dot(&s->mesh.v[3 * v[0]], bc);
-    }
-    if (!(csm_mesh_volume(&s->mesh) > 0) || !(s->hi[0] > s->lo[0] && s->hi[1] > s->lo[1] && s->hi[2] > s->lo[2]))
+    double signed_volume = csm_mesh_signed_volume(&s->mesh);
+    if (!(fabs(signed_volume) > 0) || !(s->hi[0] > s->lo[0] && s->hi[1] > s->lo[1] && s->hi[2] > s->lo[2]))
         return csm_cfg_fail(cfg, err, "%s: the mesh encloses no volume (it is flat or a single point)", path);
     s->sign = signed_volume > 0 ? 1.0 : -1.0;
     double pad = 1e-9 * (s->hi[0] - s->lo[0] + s->hi[1] - s->lo[1] + s->hi[2] - s->lo[2]);
