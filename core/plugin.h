@@ -166,7 +166,7 @@ typedef enum csm_kind {
 #define CSM_INTEGRATOR_VERSION 3
 #define CSM_ROTATION_VERSION 1
 #define CSM_CLUSTERING_VERSION 1
-#define CSM_PLASTICITY_VERSION 1
+#define CSM_PLASTICITY_VERSION 2
 #define CSM_RECLUSTERER_VERSION 1
 #define CSM_FORCE_VERSION 1
 #define CSM_COLLIDER_VERSION 3
@@ -252,7 +252,9 @@ typedef struct csm_collider {
     void (*pose)(const void *state, double t, double center[3], double R[9]);
 } csm_collider;
 
-/* Updates each cluster's plastic deformation F^p. */
+/* Updates each cluster's plastic deformation F^p. Version 2: the model acts only on the clusters
+   csm_cluster_in_scope admits (objects with their own plasticity section run their own model);
+   a version 1 model cannot share a scene with objects' own sections. */
 typedef struct csm_plasticity {
     CSM_PLUGIN_HEAD;
     CSM_STAGE_FUNCTIONS;

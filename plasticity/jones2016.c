@@ -195,7 +195,7 @@ static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
 }
 
 const csm_plasticity csm_plasticity_jones2016 = {
-    .version = 1,
+    .version = 2,
     .name = "jones2016",
     .summary = "Jones 2016 / Falkenstein 2017 Eq 9-14: F^p flows towards F^e's volume-preserving shape",
     .params = jones2016_params,

@@ -6,7 +6,7 @@
 static const csm_param_spec no_params[] = {CSM_PARAM_END};
 
 static const csm_plasticity csm_plasticity_none = {
-    .version = 1,
+    .version = 2,
     .name = "none",
     .summary = "no plastic flow: F^p = I for every cluster",
     .params = no_params,

@@ -127,12 +127,62 @@ static void test_object_sections_refused(void **state)
     }
 }
 
+/* Two bodies, neither with sections of its own. */
+static const char *cube_pair_without_own =
+    "name: plain\n"
+    "objects:\n"
+    "  - {shape: {type: box, size: [0.5, 0.5, 0.5]}, sampling: {type: grid, spacing: 0.1}, mass: 1}\n"
+    "  - {shape: {type: box, size: [0.5, 0.5, 0.5]}, sampling: {type: grid, spacing: 0.1}, mass: 1}\n"
+    "clustering: {method: random_radius, radius: 0.3}\n";
+
+/* A model of plugin version 1 acts on every cluster: it cannot share a scene with objects'
+   own plasticity sections, where it is refused with the file, line and key; alone it runs. */
+static int legacy_apply(csm_world *w, void *state, double h, csm_error *err)
+{
+    (void)w, (void)state, (void)h, (void)err;
+    return 0;
+}
+static const csm_param_spec legacy_params[] = {CSM_PARAM_END};
+static const csm_plasticity legacy = {
+    .version = 1,
+    .name = "legacy_flow",
+    .summary = "a version 1 model (tests)",
+    .params = legacy_params,
+    .apply = legacy_apply,
+};
+
+static void test_version_1_model_refused_beside_own(void **state)
+{
+    (void)state;
+    csm_register_builtins();
+    if (!csm_registry_find(CSM_KIND_PLASTICITY, "legacy_flow")) assert_int_equal(csm_register_plasticity(&legacy), 0);
+    static const char *sets[][1] = {
+        {"plasticity={model: legacy_flow}"},         /* beside the bar's own jones2016 */
+        {"objects.1.plasticity={model: legacy_flow}"}, /* as the bar's own */
+    };
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        csm_config cfg;
+        csm_error err;
+        int rc = csm_config_load_text("pair.yaml", pair, sets[k], 1, &cfg, &err);
+        printf("%s -> %s\n", sets[k][0], rc ? err.msg : "(accepted)");
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(err.msg, k == 0 ? "pair.yaml:10: " : "--set #1: ")); /* where the section was written */
+        assert_non_null(strstr(err.msg, "objects[1].plasticity: the plasticity model legacy_flow"));
+    }
+    run r; /* with no object's own section it runs */
+    const char *alone[] = {"plasticity={model: legacy_flow}", "objects.1.position=[5, 0, 0]"};
+    run_start_text(&r, "cube.yaml", cube_pair_without_own, alone, 2);
+    run_frame(&r);
+    run_stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_sections_equal_top_level),
         cmocka_unit_test(test_object_modulus_reaches_its_clusters),
         cmocka_unit_test(test_object_sections_refused),
+        cmocka_unit_test(test_version_1_model_refused_beside_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

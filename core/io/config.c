@@ -557,6 +557,18 @@ static int load(const char *path, const char *text, const char *const *overrides
             object_section(objects->child[k], k, "plasticity", csm_node_get(root, "plasticity"), CSM_KIND_PLASTICITY,
                            "model", &o->own_plasticity, &o->plasticity, err))
             goto fail;
+        /* a model that acts on every cluster cannot share the scene with an object's own */
+        const csm_plugin_cfg *models[2] = {&cfg->plasticity, &o->plasticity};
+        for (int m = 0; m < 2 && o->own_plasticity; m++)
+            if (models[m]->plugin->version < 2) {
+                char wbuf[512];
+                csm_fail(err, CSM_EXIT_BAD_INPUT,
+                         "%s: objects[%d].plasticity: the plasticity model %s acts on every object (plugin version "
+                         "1); objects with their own plasticity need models of version 2",
+                         csm_node_where(csm_node_get(objects->child[k], "plasticity"), wbuf, sizeof wbuf), k,
+                         models[m]->plugin->name);
+                goto fail;
+            }
         const csm_body_params *bp = csm_cfg_params(&o->body);
         const csm_value *mu = csm_cfg_value(&cfg->integrator, "modulus");
         if (bp->modulus > 0 && (!mu || !(mu->num > 0))) {
