@@ -445,13 +445,6 @@ static int cmp_candidate(const void *pa, const void *pb)
     return (a[0] > b[0]) - (a[0] < b[0]);
 }
 
-/* The object of cluster cl (clusters never span objects). */
-static int32_t cluster_object(const csm_world *w, int32_t cl)
-{
-    const csm_clusters *C = &w->C;
-    return C->offset[cl] < C->offset[cl + 1] ? w->P.object[C->member[C->offset[cl]]] : -1;
-}
-
 /* List (particle i of cluster a, cluster b) for the members of a within b's world sphere grown
    by d; with one object, not those b's proxy holds at rest (grown by d): they are its
    neighbours in the material, not its contacts. */
@@ -506,7 +499,7 @@ static int proxies_find(csm_contacts *c, const csm_world *w, const double *x)
     for (int32_t i = 0; i < n; i++) c->stamp[i] = -1;
     for (int32_t a = 0; a < k; a++) {
         const double *sa = &c->sphere[4 * a];
-        int32_t oa = cluster_object(w, a);
+        int32_t oa = csm_cluster_object(w, a);
         for (int32_t j = C->offset[a]; j < C->offset[a + 1]; j++) c->stamp[C->member[j]] = a;
         uint32_t seen[27];
         int nseen = grid_around(c, sa, inv, seen);
@@ -517,7 +510,7 @@ static int proxies_find(csm_contacts *c, const csm_world *w, const double *x)
                 const double *sb = &c->sphere[4 * b];
                 double r[3] = {sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2]}, reach = sa[3] + sb[3] + c->distance;
                 if (csm_v3_dot(r, r) >= reach * reach) continue;
-                int same = cluster_object(w, b) == oa;
+                int same = csm_cluster_object(w, b) == oa;
                 if (same && !c->cfg.self) continue;
                 int shared = 0; /* clusters that share a particle never collide (Jones et al. 2015) */
                 for (int32_t j = C->offset[b]; j < C->offset[b + 1] && same && !shared; j++)
