@@ -142,13 +142,47 @@ void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32
     C->com[3 * c + 2] = com[2];
 }
 
+/* A cluster's fit (moments aside) costs about this many memberships' work: the polar
+   decomposition and the goal transform, against a membership's moments, goal and gather. */
+#define FIT_MEMBERSHIPS 8
+
+/* The cost of clusters [0, c): a fit each and their memberships (C->offset is their prefix sum). */
+static int64_t share_cost(const csm_clusters *C, int32_t c) { return (int64_t)C->offset[c] + (int64_t)FIT_MEMBERSHIPS * c; }
+
+/* The first cluster c whose clusters before it cost at least `target`. */
+static int32_t share_start(const csm_clusters *C, int64_t target)
+{
+    int32_t a = 0, b = C->k;
+    while (a < b) {
+        int32_t mid = a + (b - a) / 2;
+        if (share_cost(C, mid) < target) a = mid + 1;
+        else b = mid;
+    }
+    return a;
+}
+
+void csm_cluster_share(const csm_clusters *C, int32_t *lo, int32_t *hi)
+{
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    int64_t total = share_cost(C, C->k);
+    *lo = t == 0 ? 0 : share_start(C, total * t / nt);
+    *hi = t == nt - 1 ? C->k : share_start(C, total * (t + 1) / nt);
+}
+
 void csm_fit_all(csm_world *w, const double *x)
 {
     csm_mode_ready(w);
     csm_clusters *C = &w->C;
-    int32_t k = C->k;
-#pragma omp parallel for schedule(static)
-    for (int32_t c = 0; c < k; c++) csm_cluster_fit(w, C, x, c);
+#pragma omp parallel
+    {
+        int32_t lo, hi;
+        csm_cluster_share(C, &lo, &hi);
+        for (int32_t c = lo; c < hi; c++) csm_cluster_fit(w, C, x, c);
+    }
 }
 
 /* Cluster c's share of every member's goal, w_ic g_ic, into C->wgoal (cluster order). g_ic is
@@ -240,11 +274,12 @@ static void gather_goals(const csm_world *w, const double *x, double *out)
 void csm_goals_all(csm_world *w, const double *x, double gamma, double *out)
 {
     csm_clusters *C = &w->C;
-    int32_t k = C->k;
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
-        for (int32_t c = 0; c < k; c++) cluster_goals(C, x, c, gamma);
+        int32_t lo, hi;
+        csm_cluster_share(C, &lo, &hi);
+        for (int32_t c = lo; c < hi; c++) cluster_goals(C, x, c, gamma);
+#pragma omp barrier
         gather_goals(w, x, out);
     }
 }
@@ -253,14 +288,15 @@ void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
 {
     csm_mode_ready(w);
     csm_clusters *C = &w->C;
-    int32_t k = C->k;
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
-        for (int32_t c = 0; c < k; c++) {
+        int32_t lo, hi;
+        csm_cluster_share(C, &lo, &hi);
+        for (int32_t c = lo; c < hi; c++) {
             csm_cluster_fit(w, C, x, c);
             cluster_goals(C, x, c, gamma);
         }
+#pragma omp barrier
         gather_goals(w, x, out);
     }
 }
@@ -428,17 +464,18 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
     }
     csm_mode_ready(w);
     csm_clusters *C = &w->C;
-    int32_t k = C->k;
     int project = conserve != CSM_CONSERVE_NONE;
     csm_goal_pass p = *pass;
     p.conserve = conserve;
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
-        for (int32_t c = 0; c < k; c++) {
+        int32_t lo, hi;
+        csm_cluster_share(C, &lo, &hi);
+        for (int32_t c = lo; c < hi; c++) {
             csm_cluster_fit(w, C, x, c);
             cluster_corrections(C, x, c, &p, project);
         }
+#pragma omp barrier
         gather_goals(w, x, out);
     }
 }
