@@ -1,7 +1,6 @@
 #include "geometry.h"
 
 #include "csm_math.h"
-#include "files.h"
 #include "rng.h"
 
 #include <math.h>
@@ -195,20 +194,6 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
     free(grid);
 }
 
-/* The mesh file an object names (csm_find_beside). */
-static int find_mesh(const csm_object_cfg *o, int index, char *out, size_t size, csm_error *err)
-{
-    const csm_value *pv = csm_cfg_value(&o->shape, "path"); /* for the line it was given on */
-    const char *path = shape_of(o)->path;
-    const char *src = o->shape.src ? o->shape.src : "";
-    if (csm_find_beside(path, src, out, size) == 0) return 0;
-    char at[256];
-    return csm_fail(err, CSM_EXIT_BAD_INPUT,
-                    "%s: objects[%d].shape.path: no mesh '%s' here or in the config's folder or above it%s",
-                    csm_cfg_where(src, pv->line, at, sizeof at), index, path,
-                    strncmp(path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
-}
-
 int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error *err)
 {
     memset(sh, 0, sizeof *sh);
@@ -217,22 +202,17 @@ int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error 
         shape_bounds(o, sh->half, &sh->volume);
         return 0;
     }
-    char path[4096];
-    if (find_mesh(o, index, path, sizeof path, err) || csm_mesh_load(&sh->mesh, path, err)) return -1;
     const csm_shape_params *sp = shape_of(o);
-    csm_mesh_place(&sh->mesh, sp->rotate, sp->fit == CSM_FIT_UNIT_BOX, sp->scale);
-    if (csm_mesh_build_tree(&sh->mesh)) {
-        csm_shape_close(sh);
-        return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
-    }
+    const csm_value *pv = csm_cfg_value(&o->shape, "path"); /* for the line it was given on */
+    const char *src = o->shape.src ? o->shape.src : "";
+    char at[256], where[320];
+    snprintf(where, sizeof where, "%s: objects[%d].shape.path", csm_cfg_where(src, pv->line, at, sizeof at), index);
+    if (csm_mesh_open(&sh->mesh, sp->path, src, where, sp->rotate, sp->fit == CSM_FIT_UNIT_BOX, sp->scale, err))
+        return -1;
     double lo[3], hi[3];
     csm_mesh_bounds(&sh->mesh, lo, hi);
     for (int d = 0; d < 3; d++) sh->half[d] = 0.5 * (hi[d] - lo[d]);
     sh->volume = csm_mesh_volume(&sh->mesh);
-    if (!(sh->half[0] > 0 && sh->half[1] > 0 && sh->half[2] > 0 && sh->volume > 0)) {
-        csm_shape_close(sh);
-        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the mesh encloses no volume (it is flat or a single point)", path);
-    }
     return 0;
 }
 

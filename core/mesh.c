@@ -661,3 +661,27 @@ void csm_mesh_place(csm_mesh *m, const double rotate[3], int fit_unit_box, doubl
     for (int d = 0; d < 3; d++) shift[d] *= scale;
     csm_mesh_transform(m, S, shift);
 }
+
+int csm_mesh_open(csm_mesh *m, const char *path, const char *src, const char *where, const double rotate[3],
+                  int fit_unit_box, double scale, csm_error *err)
+{
+    char found[4096];
+    memset(m, 0, sizeof *m);
+    if (csm_find_beside(path, src, found, sizeof found))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: no mesh '%s' here or in the config's folder or above it%s", where,
+                        path, strncmp(path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
+    if (csm_mesh_load(m, found, err)) return -1;
+    csm_mesh_place(m, rotate, fit_unit_box, scale);
+    if (csm_mesh_build_tree(m)) {
+        csm_mesh_free(m);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", found);
+    }
+    double lo[3], hi[3];
+    csm_mesh_bounds(m, lo, hi);
+    if (!(hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2] && csm_mesh_volume(m) > 0)) {
+        csm_mesh_free(m);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the mesh encloses no volume (it is flat or a single point)",
+                        found);
+    }
+    return 0;
+}

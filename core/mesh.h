@@ -65,5 +65,10 @@ double csm_mesh_closest(const csm_mesh *m, const double p[3], double q[3], int32
    `scale`, over the longest edge of the bounding box when fit_unit_box (objects' and colliders'
    `rotate`, `fit` and `scale`). Build the tree after. */
 void csm_mesh_place(csm_mesh *m, const double rotate[3], int fit_unit_box, double scale);
+/* A mesh a config names, ready for queries: found beside the config `src` (csm_find_beside),
+   loaded, placed (csm_mesh_place), its tree built, and refused when it encloses no volume.
+   `where` starts the message when it is not found ("file:line: objects[0].shape.path"). */
+int csm_mesh_open(csm_mesh *m, const char *path, const char *src, const char *where, const double rotate[3],
+                  int fit_unit_box, double scale, csm_error *err);
 
 #endif

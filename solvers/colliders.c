@@ -5,7 +5,6 @@
    move. */
 #include "csm_math.h"
 #include "error.h"
-#include "files.h"
 #include "grow.h"
 #include "kernel.h"
 #include "mesh.h"
@@ -14,6 +13,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -663,10 +663,6 @@ static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
 {
     const mesh_shape *p = csm_cfg_params(cfg);
     if (motion_check(cfg, &p->m, err)) return -1;
-    char path[4096];
-    if (csm_find_beside(p->path, cfg->src, path, sizeof path))
-        return csm_cfg_fail(cfg, err, "path: no mesh '%s' here or in the config's folder or above it%s", p->path,
-                            strncmp(p->path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
     collider *c = collider_new(cfg, &mesh_ops, offsetof(mesh_shape, mesh), state);
     if (!c) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     mesh_shape *s = &c->u.mesh;
@@ -676,14 +672,13 @@ static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
     s->clear = calloc((size_t)w->P.n * 4 + 1, sizeof *s->clear);
     if (!s->clear) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     s->n = w->P.n;
-    if (csm_mesh_load(&s->mesh, path, err)) return -1;
-    csm_mesh_place(&s->mesh, s->rotate, s->fit == FIT_UNIT_BOX, s->scale);
-    if (csm_mesh_build_tree(&s->mesh)) return csm_fail(err, CSM_EXIT_FAILURE, "%s: out of memory", path);
+    char at[256], where[320];
+    snprintf(where, sizeof where, "%s: mesh: path",
+             csm_cfg_where(cfg->src, csm_cfg_value(cfg, "path")->line, at, sizeof at));
+    if (csm_mesh_open(&s->mesh, s->path, cfg->src, where, s->rotate, s->fit == FIT_UNIT_BOX, s->scale, err))
+        return -1;
     csm_mesh_bounds(&s->mesh, s->lo, s->hi);
-    double signed_volume = csm_mesh_signed_volume(&s->mesh);
-    if (!(fabs(signed_volume) > 0) || !(s->hi[0] > s->lo[0] && s->hi[1] > s->lo[1] && s->hi[2] > s->lo[2]))
-        return csm_cfg_fail(cfg, err, "%s: the mesh encloses no volume (it is flat or a single point)", path);
-    s->sign = signed_volume > 0 ? 1.0 : -1.0;
+    s->sign = csm_mesh_signed_volume(&s->mesh) > 0 ? 1.0 : -1.0;
     double pad = 1e-9 * (s->hi[0] - s->lo[0] + s->hi[1] - s->lo[1] + s->hi[2] - s->lo[2]);
     for (int a = 0; a < 3; a++) s->lo[a] -= pad, s->hi[a] += pad;
     return 0;
