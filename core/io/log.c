@@ -229,8 +229,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= csm_h5_attr_int64(f, "substeps", cfg->substeps);
     rc |= csm_h5_attr_int64(f, "particles", w->P.n);
     rc |= csm_h5_attr_double(f, "object_spacing", w->object_spacing, w->nobjects);
-    if (w->constraints && w->constraints->contact)
-    {
+    if (w->constraints && w->constraints->contact) {
         rc |= csm_h5_attr_double(f, "contact.distance", &w->constraints->contacts.distance, 1);
         rc |= csm_h5_attr_int64(f, "contact.self", cfg->contact.self);
     }
