@@ -4,6 +4,7 @@
 #include "rng.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,36 @@ static void sample_grid(const csm_shape *o, const double half[3], double h, poin
             }
 }
 
+/* The 125 cells around a candidate's, nearest first (by the least distance between points of
+   the two cells, in cells, then in scan order): most candidates are refused by a sample one or
+   two cells away, and a refusal needs only one. */
+typedef struct cell_offset {
+    int8_t d[3];
+    int8_t near;
+} cell_offset;
+
+static int cmp_cell_offset(const void *a, const void *b)
+{
+    const cell_offset *x = a, *y = b;
+    if (x->near != y->near) return x->near - y->near;
+    for (int k = 0; k < 3; k++)
+        if (x->d[k] != y->d[k]) return x->d[k] - y->d[k];
+    return 0;
+}
+
+static void cell_offsets_nearest_first(cell_offset out[125])
+{
+    int n = 0;
+    for (int dx = -2; dx <= 2; dx++)
+        for (int dy = -2; dy <= 2; dy++)
+            for (int dz = -2; dz <= 2; dz++) {
+                int gap[3] = {abs(dx) - 1, abs(dy) - 1, abs(dz) - 1}, near = 0;
+                for (int k = 0; k < 3; k++) near += gap[k] > 0 ? gap[k] * gap[k] : 0;
+                out[n++] = (cell_offset){{(int8_t)dx, (int8_t)dy, (int8_t)dz}, (int8_t)near};
+            }
+    qsort(out, 125, sizeof *out, cmp_cell_offset);
+}
+
 /* Bridson 2007, "Fast Poisson disk sampling in arbitrary dimensions": a background grid of cell
    r/sqrt(3) holds at most one sample; k candidates in the shell [r, 2r] around an active sample.
    As Falkenstein Sec 2.3.1, the bounding box is sampled and points outside are discarded. */
@@ -127,20 +158,30 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
                            csm_rng *rng, pointbuf *out)
 {
     double cell = r / sqrt(3.0);
+    /* the grid has a margin of two empty cells on every side, so the 125 cells around any cell
+       of the box exist; each cell holds its sample's coordinates, NaN when empty (no distance to
+       NaN is less than r) */
     int32_t dim[3];
-    for (int d = 0; d < 3; d++) dim[d] = (int32_t)ceil(2.0 * half[d] / cell) + 1;
+    for (int d = 0; d < 3; d++) dim[d] = (int32_t)ceil(2.0 * half[d] / cell) + 1 + 4;
     size_t ncell = (size_t)dim[0] * (size_t)dim[1] * (size_t)dim[2];
-    int32_t *grid = malloc(ncell * sizeof *grid);
+    double *grid = malloc(3 * ncell * sizeof *grid);
     if (!grid) abort();
-    for (size_t c = 0; c < ncell; c++) grid[c] = -1;
+    for (size_t c = 0; c < 3 * ncell; c++) grid[c] = NAN;
+    cell_offset near[125];
+    cell_offsets_nearest_first(near);
+    ptrdiff_t step[125];
+    for (int o = 0; o < 125; o++)
+        step[o] = ((ptrdiff_t)near[o].d[0] * dim[1] + near[o].d[1]) * dim[2] + near[o].d[2];
     pointbuf all = {0};
     int32_t *active = NULL;
     int32_t nactive = 0, cap_active = 0;
-#define CELL_OF(q, d) ((int32_t)floor(((q)[d] + half[d]) / cell))
+#define CELL_OF(q) \
+    ((((size_t)floor(((q)[0] + half[0]) / cell) + 2) * (size_t)dim[1] + (size_t)floor(((q)[1] + half[1]) / cell) + 2) * \
+         (size_t)dim[2] + (size_t)floor(((q)[2] + half[2]) / cell) + 2)
     double first[3];
     for (int d = 0; d < 3; d++) first[d] = (2.0 * csm_rng_uniform(rng) - 1.0) * half[d];
     push_point(&all, first);
-    grid[((size_t)CELL_OF(first, 0) * dim[1] + CELL_OF(first, 1)) * dim[2] + CELL_OF(first, 2)] = 0;
+    memcpy(&grid[3 * CELL_OF(first)], first, sizeof first);
     cap_active = 1024;
     active = malloc(sizeof *active * (size_t)cap_active);
     if (!active) abort();
@@ -159,23 +200,16 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
             for (int d = 0; d < 3; d++)
                 if (q[d] < -half[d] || q[d] > half[d]) ok = 0;
             if (!ok) continue;
-            int32_t cq[3] = {CELL_OF(q, 0), CELL_OF(q, 1), CELL_OF(q, 2)};
-            for (int dx = -2; dx <= 2 && ok; dx++)
-                for (int dy = -2; dy <= 2 && ok; dy++)
-                    for (int dz = -2; dz <= 2 && ok; dz++) {
-                        int32_t cx = cq[0] + dx, cy = cq[1] + dy, cz = cq[2] + dz;
-                        if (cx < 0 || cy < 0 || cz < 0 || cx >= dim[0] || cy >= dim[1] || cz >= dim[2])
-                            continue;
-                        int32_t other = grid[((size_t)cx * dim[1] + cy) * dim[2] + cz];
-                        if (other < 0) continue;
-                        double dd[3] = {q[0] - all.p[3 * other], q[1] - all.p[3 * other + 1],
-                                        q[2] - all.p[3 * other + 2]};
-                        if (csm_v3_dot(dd, dd) < r * r) ok = 0;
-                    }
+            size_t cq = CELL_OF(q);
+            for (int o = 0; o < 125 && ok; o++) {
+                const double *g = &grid[3 * (size_t)((ptrdiff_t)cq + step[o])];
+                double dd[3] = {q[0] - g[0], q[1] - g[1], q[2] - g[2]};
+                if (csm_v3_dot(dd, dd) < r * r) ok = 0;
+            }
             if (!ok) continue;
             push_point(&all, q);
             base = &all.p[3 * active[slot]]; /* push may have moved the buffer */
-            grid[((size_t)cq[0] * dim[1] + cq[1]) * dim[2] + cq[2]] = all.n - 1;
+            memcpy(&grid[3 * cq], q, sizeof q);
             if (nactive == cap_active) {
                 cap_active *= 2;
                 active = realloc(active, sizeof *active * (size_t)cap_active);
@@ -247,13 +281,19 @@ static int sample_at(const csm_shape *sh, int index, uint64_t seed, double h, po
 static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t target, pointbuf *out,
                          double *spacing, csm_error *err)
 {
-    double h = cbrt(sh->volume / target), lo = 0, hi = INFINITY, best_h = h, sampled_h = h;
+    double h = cbrt(sh->volume / target), lo = 0, hi = INFINITY, best_h = h;
     int32_t best = -1;
+    pointbuf trial = {0};
     for (int it = 0; it < 24; it++) {
-        if (sample_at(sh, index, seed, h, out, err)) return -1;
-        sampled_h = h;
-        int32_t n = out->n;
+        if (sample_at(sh, index, seed, h, &trial, err)) {
+            free(trial.p);
+            return -1;
+        }
+        int32_t n = trial.n;
         if (best < 0 || abs(n - target) < abs(best - target)) {
+            pointbuf keep = *out; /* the closest so far's points are the ones returned */
+            *out = trial;
+            trial = keep;
             best = n;
             best_h = h;
         }
@@ -265,8 +305,7 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
         if (next == h) break;
         h = next;
     }
-    /* the points returned are the ones of the spacing reported */
-    if (sampled_h != best_h && sample_at(sh, index, seed, best_h, out, err)) return -1;
+    free(trial.p);
     *spacing = best_h;
     return 0;
 }
