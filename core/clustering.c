@@ -2,7 +2,9 @@
 
 #include "geometry.h"
 #include "rng.h"
+#include "simd.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,43 +171,158 @@ static double fcm_memberships(const double *x, const double *centres, const unsi
     return change;
 }
 
+/* The centres in lanes for the m = 2 rows: coordinates apart, padded to whole lanes, live 0 for
+   the padding and for ignored centres. */
+typedef struct fcm_lanes {
+    int32_t k, kp;
+    double *cx, *cy, *cz, *live;
+} fcm_lanes;
+
+static void fcm_lanes_make(fcm_lanes *z, const double *centres, int32_t k, const unsigned char *state)
+{
+    z->k = k;
+    z->kp = csm_lanes_round(k);
+    z->cx = calloc(4 * (size_t)z->kp, sizeof *z->cx);
+    if (!z->cx) abort();
+    z->cy = z->cx + z->kp;
+    z->cz = z->cy + z->kp;
+    z->live = z->cz + z->kp;
+    for (int32_t c = 0; c < k; c++) {
+        z->cx[c] = centres[3 * c];
+        z->cy[c] = centres[3 * c + 1];
+        z->cz[c] = centres[3 * c + 2];
+        z->live[c] = !(state && state[c] == CSM_FCM_IGNORED);
+    }
+}
+
+/* The memberships of point x (of mass `mass`) for m = 2 into u[k], written over its previous
+   row, and with acc its share of the centres' sums [4][kp]; returns the largest change. u_ic = 1 / sum_j (d_ic / d_ij)^2 (Jones 2015) is taken as
+   (1 / d_ic^2) / sum_j (1 / d_ij^2): one division per centre, in lanes (simd.h), so every
+   instruction set gives the same bits. Returns -1 when x sits on a centre, no centre is live, or
+   1 / d^2 leaves the range of a double; fcm_memberships then takes the row. inv: scratch [kp]. */
+CSM_CLONES static double fcm_row_m2(const double x[3], double mass, const fcm_lanes *z, double *restrict inv,
+                                    double *restrict u, double *restrict acc)
+{
+    const double *restrict cx = z->cx, *restrict cy = z->cy, *restrict cz = z->cz, *restrict live = z->live;
+    double s[CSM_LANES] = {0}, lo[CSM_LANES];
+    for (int l = 0; l < CSM_LANES; l++) lo[l] = INFINITY;
+    for (int32_t c = 0; c < z->kp; c += CSM_LANES) {
+#pragma omp simd
+        for (int l = 0; l < CSM_LANES; l++) {
+            double dx = x[0] - cx[c + l], dy = x[1] - cy[c + l], dz = x[2] - cz[c + l];
+            double d = dx * dx + dy * dy + dz * dz;
+            double r = live[c + l] > 0 ? 1.0 / d : 0.0;
+            double dl = live[c + l] > 0 ? d : INFINITY;
+            lo[l] = dl < lo[l] ? dl : lo[l];
+            inv[c + l] = r;
+            s[l] += r;
+        }
+    }
+    double dmin = INFINITY, total = csm_lanes_sum(s);
+    for (int l = 0; l < CSM_LANES; l++) dmin = lo[l] < dmin ? lo[l] : dmin;
+    if (!(dmin > 0) || !(total >= DBL_MIN && total < INFINITY)) return -1;
+    double rs = 1.0 / total, change = 0;
+    if (!acc) {
+#pragma omp simd reduction(max : change)
+        for (int32_t c = 0; c < z->k; c++) {
+            double v = inv[c] * rs, dv = fabs(v - u[c]);
+            change = dv > change ? dv : change;
+            u[c] = v;
+        }
+        return change;
+    }
+    /* the row's share of the centres' sums: W_c += mass u_c^2, S_c += mass u_c^2 x */
+    double *restrict W = acc, *restrict Sx = acc + z->kp, *restrict Sy = acc + 2 * z->kp, *restrict Sz = acc + 3 * z->kp;
+#pragma omp simd reduction(max : change)
+    for (int32_t c = 0; c < z->k; c++) {
+        double v = inv[c] * rs, dv = fabs(v - u[c]);
+        change = dv > change ? dv : change;
+        u[c] = v;
+        double wt = mass * (v * v);
+        W[c] += wt;
+        Sx[c] += wt * x[0];
+        Sy[c] += wt * x[1];
+        Sz[c] += wt * x[2];
+    }
+    return change;
+}
+
+/* One point's memberships (and, with acc, its share of the centres' sums [4][kp]); returns the
+   largest change of its row. */
+static double fcm_row(const double x[3], double mass, const fcm_lanes *z, const double *centres,
+                      const unsigned char *state, double m, double *inv, double *u, double *acc)
+{
+    double change = m == 2.0 ? fcm_row_m2(x, mass, z, inv, u, acc) : -1;
+    if (change >= 0) return change;
+    change = fcm_memberships(x, centres, state, z->k, 1.0 / (m - 1.0), u);
+    if (acc) {
+        for (int32_t c = 0; c < z->k; c++) {
+            double wt = mass * (m == 2.0 ? u[c] * u[c] : pow(u[c], m));
+            acc[c] += wt;
+            for (int d = 0; d < 3; d++) acc[(d + 1) * z->kp + c] += wt * x[d];
+        }
+    }
+    return change;
+}
+
+/* The points in blocks of at least 64 and at most 256 blocks: the centres' sums are taken per
+   block, each in point order, then over the blocks in order, so their bits do not depend on the
+   thread count. */
+static int32_t fcm_blocks(int32_t count)
+{
+    int32_t nb = (count + 63) / 64;
+    return nb > 256 ? 256 : nb < 1 ? 1 : nb;
+}
+
+static int32_t fcm_block_start(int32_t count, int32_t nb, int32_t b) { return (int32_t)((int64_t)count * b / nb); }
+
+/* Memberships of every point (the centres' sums into acc[nb][4][kp] unless NULL); returns the
+   largest change. */
+static double fcm_rows(const double *x, const double *mass, int32_t count, const double *centres, int32_t k,
+                       const unsigned char *state, double m, double *u, double *acc)
+{
+    fcm_lanes z;
+    fcm_lanes_make(&z, centres, k, state);
+    int32_t nb = fcm_blocks(count);
+    double change = 0;
+#pragma omp parallel reduction(max : change)
+    {
+        double *inv = malloc(sizeof *inv * (size_t)z.kp);
+        if (!inv) abort();
+#pragma omp for schedule(static)
+        for (int32_t b = 0; b < nb; b++) {
+            double *a = acc ? &acc[(size_t)b * 4 * (size_t)z.kp] : NULL;
+            for (int32_t i = fcm_block_start(count, nb, b); i < fcm_block_start(count, nb, b + 1); i++) {
+                double dv = fcm_row(&x[3 * i], mass[i], &z, centres, state, m, inv, &u[(size_t)i * (size_t)k], a);
+                change = dv > change ? dv : change;
+            }
+        }
+        free(inv);
+    }
+    free(z.cx);
+    return change;
+}
+
 /* One fuzzy c-means update of Jones 2015, with held centres for the cluster optimisation of
-   Falkenstein Sec 3.2.2. */
+   Falkenstein Sec 3.2.2: memberships from the centres, then the free centres move to the mass-
+   and u^m-weighted means of the points. */
 double csm_fcm_update(const double *x, const double *mass, int32_t count, double *centres, int32_t k,
                       const unsigned char *state, double m, double *u)
 {
-    double expo = 1.0 / (m - 1.0), change = 0;
-    /* rows and centres are independent: parallel, each sum in a fixed order */
-#pragma omp parallel for schedule(static) reduction(max : change)
-    for (int32_t i = 0; i < count; i++)
-    {
-        double dv = fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k]);
-        if (dv > change) change = dv;
-    }
-    /* centres: mass- and u^m-weighted means, a block of centres at a time so that u is read
-       along its rows */
-    enum { BLOCK = 16 };
-    int32_t blocks = (k + BLOCK - 1) / BLOCK;
+    int32_t nb = fcm_blocks(count), kp = csm_lanes_round(k);
+    double *acc = calloc((size_t)nb * 4 * (size_t)kp, sizeof *acc);
+    if (!acc) abort();
+    double change = fcm_rows(x, mass, count, centres, k, state, m, u, acc);
 #pragma omp parallel for schedule(static)
-    for (int32_t b = 0; b < blocks; b++) {
-        int32_t c0 = b * BLOCK, nb = k - c0 < BLOCK ? k - c0 : BLOCK;
-        double W[BLOCK] = {0}, S[BLOCK][3] = {{0}};
-        for (int32_t i = 0; i < count; i++) {
-            const double *ui = &u[(size_t)i * (size_t)k + (size_t)c0], *xi = &x[3 * i];
-            for (int32_t a = 0; a < nb; a++) {
-                double wt = mass[i] * (m == 2.0 ? ui[a] * ui[a] : pow(ui[a], m));
-                W[a] += wt;
-                S[a][0] += wt * xi[0];
-                S[a][1] += wt * xi[1];
-                S[a][2] += wt * xi[2];
-            }
-        }
-        for (int32_t a = 0; a < nb; a++) {
-            int32_t c = c0 + a;
-            if ((state && state[c] != CSM_FCM_FREE) || !(W[a] > 0)) continue;
-            for (int d = 0; d < 3; d++) centres[3 * c + d] = S[a][d] / W[a];
-        }
+    for (int32_t c = 0; c < k; c++) {
+        if (state && state[c] != CSM_FCM_FREE) continue;
+        double s[4] = {0, 0, 0, 0};
+        for (int32_t b = 0; b < nb; b++)
+            for (int d = 0; d < 4; d++) s[d] += acc[((size_t)b * 4 + (size_t)d) * (size_t)kp + (size_t)c];
+        if (!(s[0] > 0)) continue;
+        for (int d = 0; d < 3; d++) centres[3 * c + d] = s[d + 1] / s[0];
     }
+    free(acc);
     return change;
 }
 
@@ -280,9 +397,6 @@ int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *
             if (it++ > 0 && change <= tolerance) break;
         }
     }
-    /* memberships that match the final centres */
-    double expo = 1.0 / (m - 1.0);
-#pragma omp parallel for schedule(static)
-    for (int32_t i = 0; i < count; i++) fcm_memberships(&x[3 * i], centres, state, k, expo, &u[(size_t)i * (size_t)k]);
+    fcm_rows(x, mass, count, centres, k, state, m, u, NULL); /* memberships that match the final centres */
     return it;
 }

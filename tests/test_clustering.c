@@ -4,6 +4,7 @@
 #include "sim_run.h"
 
 #include "clustering.h"
+#include "kernel.h"
 #include "rng.h"
 
 #include <stdlib.h>
@@ -149,6 +150,78 @@ static void test_fuzzy_cmeans_one_free_matches_general(void **state)
     }
 }
 
+/* The update for m = 2 runs in lanes (core/simd.h) with one division per centre; it must match
+   the definition u_ic = 1 / sum_j (d_ic / d_ij)^2 and c = sum m u^2 x / sum m u^2 to 1e-12 for
+   every centre count from 1 to 40 (whole lanes and not), with held and ignored centres, a point
+   on a centre and one a hair's breadth from one (the rows the general path takes), and give the
+   same bits on 1 and 2 threads. */
+static void test_fuzzy_cmeans_lanes_match_definition(void **state)
+{
+    (void)state;
+    enum { N = 157 };
+    csm_rng r;
+    csm_rng_seed(&r, 5, 7);
+    double x[3 * N], mass[N];
+    for (int i = 0; i < 3 * N; i++) x[i] = 2.0 * csm_rng_uniform(&r) - 1.0;
+    for (int i = 0; i < N; i++) mass[i] = 0.5 + csm_rng_uniform(&r);
+    double worst = 0;
+    for (int k = 1; k <= 40; k++) {
+        double start[3 * 40], want[3 * 40], got[3 * 40], again[3 * 40];
+        unsigned char st[40];
+        for (int c = 0; c < 3 * k; c++) start[c] = 2.0 * csm_rng_uniform(&r) - 1.0;
+        for (int c = 0; c < k; c++) st[c] = c % 5 == 3 ? CSM_FCM_HELD : c % 7 == 5 ? CSM_FCM_IGNORED : CSM_FCM_FREE;
+        memcpy(&x[3 * 3], &start[3 * (k - 1)], 3 * sizeof(double)); /* point 3 sits on the last centre */
+        memcpy(&x[3 * 4], &start[0], 3 * sizeof(double));
+        x[3 * 4] += 1e-155; /* point 4 at d^2 = 1e-310 from the first: 1 / d^2 overflows */
+        double *u = calloc((size_t)N * k, sizeof *u), *ref = malloc(sizeof *ref * (size_t)N * k);
+        double W[40] = {0}, S[40][3] = {{0}};
+        for (int i = 0; i < N; i++) {
+            double d[40];
+            int at = -1;
+            for (int c = 0; c < k; c++) {
+                const double *z = &start[3 * c], *q = &x[3 * i];
+                d[c] = (q[0] - z[0]) * (q[0] - z[0]) + (q[1] - z[1]) * (q[1] - z[1]) + (q[2] - z[2]) * (q[2] - z[2]);
+                if (st[c] != CSM_FCM_IGNORED && at < 0 && d[c] == 0) at = c;
+            }
+            for (int c = 0; c < k; c++) {
+                double v = 0;
+                if (st[c] != CSM_FCM_IGNORED && at >= 0) v = c == at;
+                else if (st[c] != CSM_FCM_IGNORED) {
+                    for (int j = 0; j < k; j++)
+                        if (st[j] != CSM_FCM_IGNORED) v += (d[c] / d[j]);
+                    v = 1.0 / v;
+                }
+                ref[(size_t)i * k + c] = v;
+                W[c] += mass[i] * v * v;
+                for (int a = 0; a < 3; a++) S[c][a] += mass[i] * v * v * x[3 * i + a];
+            }
+        }
+        memcpy(want, start, sizeof want);
+        for (int c = 0; c < k; c++)
+            if (st[c] == CSM_FCM_FREE && W[c] > 0)
+                for (int a = 0; a < 3; a++) want[3 * c + a] = S[c][a] / W[c];
+        memcpy(got, start, sizeof got);
+        csm_set_threads(1);
+        csm_fcm_update(x, mass, N, got, k, st, 2.0, u);
+        for (int i = 0; i < N * k; i++) {
+            worst = fmax(worst, fabs(u[i] - ref[i]));
+            assert_true(fabs(u[i] - ref[i]) <= 1e-12 * fmax(ref[i], 1e-300) || fabs(u[i] - ref[i]) < 1e-300);
+        }
+        for (int c = 0; c < 3 * k; c++) {
+            assert_true(fabs(got[c] - want[c]) <= 1e-12 * fmax(1.0, fabs(want[c])));
+            if (st[c / 3] != CSM_FCM_FREE) assert_true(got[c] == start[c]);
+        }
+        memcpy(again, start, sizeof again);
+        csm_set_threads(2);
+        csm_fcm_update(x, mass, N, again, k, st, 2.0, u);
+        assert_memory_equal(again, got, sizeof(double) * 3 * (size_t)k);
+        free(u);
+        free(ref);
+    }
+    csm_set_threads(0);
+    print_message("fuzzy c-means in lanes: largest membership difference from the definition %.2e\n", worst);
+}
+
 /* Bender: one region per particle; with grid spacing 0.1 and radius 0.15 an interior particle's
    region holds it, its 6 face and 12 edge neighbours; modified masses m_i / |R_i| keep the
    total mass. */
@@ -184,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_fuzzy_cmeans_hand_computed),
         cmocka_unit_test(test_fuzzy_cmeans_with_held_centres),
         cmocka_unit_test(test_fuzzy_cmeans_one_free_matches_general),
+        cmocka_unit_test(test_fuzzy_cmeans_lanes_match_definition),
         cmocka_unit_test(test_per_particle_regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
