@@ -223,7 +223,9 @@ static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double ga
             double g2 = t6 * pj[0] + t7 * pj[1] + t8 * pj[2] + c2;
             double d0 = xi[0] - g0, d1 = xi[1] - g1, d2 = xi[2] - g2;
             double len2 = d0 * d0 + d1 * d1 + d2 * d2;
-            double f = len2 <= limit2 ? 1.0 : limit / sqrt(len2);
+            /* both sides computed, one selected: no branch for the clamp to mispredict (limit / 0
+               lands only on the side not taken) */
+            double clamp = limit / sqrt(len2), f = len2 <= limit2 ? 1.0 : clamp;
             double wgt = weight[j];
             out[3 * j] = wgt * (g0 + f * d0);
             out[3 * j + 1] = wgt * (g1 + f * d1);
