@@ -196,10 +196,11 @@ static void fcm_lanes_make(fcm_lanes *z, const double *centres, int32_t k, const
 }
 
 /* The memberships of point x (of mass `mass`) for m = 2 into u[k], written over its previous
-   row, and with acc its share of the centres' sums [4][kp]; returns the largest change. u_ic = 1 / sum_j (d_ic / d_ij)^2 (Jones 2015) is taken as
-   (1 / d_ic^2) / sum_j (1 / d_ij^2): one division per centre, in lanes (simd.h), so every
-   instruction set gives the same bits. Returns -1 when x sits on a centre, no centre is live, or
-   1 / d^2 leaves the range of a double; fcm_memberships then takes the row. inv: scratch [kp]. */
+   row, and with acc its share of the centres' sums [4][kp]; returns the largest change.
+   u_ic = 1 / sum_j (d_ic / d_ij)^2 (Jones 2015) is taken as (1 / d_ic^2) / sum_j (1 / d_ij^2):
+   one division per centre, in lanes (simd.h), so every instruction set gives the same bits.
+   Returns -1, writing nothing, when x sits on a centre, no centre is live, or 1 / d^2 leaves the
+   range of a double; fcm_memberships then takes the row. inv: scratch [kp]. */
 CSM_CLONES static double fcm_row_m2(const double x[3], double mass, const fcm_lanes *z, double *restrict inv,
                                     double *restrict u, double *restrict acc)
 {
