@@ -2,6 +2,7 @@
 
 #include "modes.h"
 #include "csm_math.h"
+#include "simd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,11 +13,80 @@
 #include <omp.h>
 #endif
 
+/* One block of CSM_LANES members into the lanes of csm_cluster_moments' sums: sum w m x (3),
+   sum w m p (3) and sum w m (x - r) p^T (9). Lane l's weight is multiplied by keep[l], 1 or 0: a
+   member at 0 adds nothing (0 x, 0 p). */
+static inline __attribute__((always_inline)) void moments_block(const int32_t *restrict member,
+                                                                 const double *restrict x, const double *restrict p,
+                                                                 const double *restrict wmass,
+                                                                 const double *restrict keep, double r0, double r1,
+                                                                 double r2, double acc[15][CSM_LANES])
+{
+#pragma omp simd
+    for (int l = 0; l < CSM_LANES; l++) {
+        int32_t i = 3 * member[l];
+        double wm = wmass[l] * keep[l], x0 = x[i], x1 = x[i + 1], x2 = x[i + 2];
+        double d0 = wm * (x0 - r0), d1 = wm * (x1 - r1), d2 = wm * (x2 - r2);
+        double p0 = p[3 * l], p1 = p[3 * l + 1], p2 = p[3 * l + 2];
+        acc[0][l] += wm * x0;
+        acc[1][l] += wm * x1;
+        acc[2][l] += wm * x2;
+        acc[3][l] += wm * p0;
+        acc[4][l] += wm * p1;
+        acc[5][l] += wm * p2;
+        acc[6][l] += d0 * p0;
+        acc[7][l] += d0 * p1;
+        acc[8][l] += d0 * p2;
+        acc[9][l] += d1 * p0;
+        acc[10][l] += d1 * p1;
+        acc[11][l] += d1 * p2;
+        acc[12][l] += d2 * p0;
+        acc[13][l] += d2 * p1;
+        acc[14][l] += d2 * p2;
+    }
+}
+
+/* lane_keep[s] keeps the lanes from s on and drops those before. */
+static const double lane_keep[CSM_LANES + 1][CSM_LANES] = {
+    {1, 1, 1, 1, 1, 1, 1, 1}, {0, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 1, 1, 1},
+    {0, 0, 0, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 1, 1, 1},
+    {0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 0}};
+
+/* The sums of csm_cluster_moments over members [lo, hi) in CSM_LANES lanes (simd.h), the same bits
+   on every instruction set. Whole blocks lo, lo + CSM_LANES, ... go lane by lane; the rest, fewer
+   than CSM_LANES members, is taken as the block that ends at hi with the lanes already counted
+   dropped (lane_keep). A cluster smaller than one block is copied out and padded with weight 0. */
+CSM_CLONES static void moments_sums(const int32_t *member, const double *x, const double *p, const double *wmass,
+                                    int32_t lo, int32_t hi, double r0, double r1, double r2, double out[15])
+{
+    double acc[15][CSM_LANES];
+    memset(acc, 0, sizeof acc);
+    if (hi - lo >= CSM_LANES) {
+        int32_t b = lo;
+        for (; b + CSM_LANES <= hi; b += CSM_LANES)
+            moments_block(&member[b], x, &p[3 * b], &wmass[b], lane_keep[0], r0, r1, r2, acc);
+        if (b < hi) {
+            int32_t e = hi - CSM_LANES;
+            moments_block(&member[e], x, &p[3 * e], &wmass[e], lane_keep[b - e], r0, r1, r2, acc);
+        }
+    } else {
+        int32_t tm[CSM_LANES];
+        double tp[3 * CSM_LANES] = {0}, tw[CSM_LANES] = {0};
+        for (int l = 0; l < CSM_LANES; l++) {
+            int32_t j = lo + l < hi ? lo + l : lo;
+            tm[l] = member[j];
+            if (lo + l >= hi) continue;
+            tw[l] = wmass[j];
+            for (int a = 0; a < 3; a++) tp[3 * l + a] = p[3 * j + a];
+        }
+        moments_block(tm, x, tp, tw, lane_keep[0], r0, r1, r2, acc);
+    }
+    for (int q = 0; q < 15; q++) out[q] = csm_lanes_sum(acc[q]);
+}
+
 void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9])
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
-    const int32_t *member = C->member;
-    const double *wmass = C->wmass, *p = C->p;
     double M = C->mass[c];
     if (lo == hi) {
         com[0] = com[1] = com[2] = 0;
@@ -27,48 +97,26 @@ void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, doub
        first member) so that nothing cancels far from the origin, with d = x - r,
        A_xr = sum w m (x - xbar) p^T = sum w m d p^T - (xbar - r) sum w m p^T, where the last sum
        is zero up to round-off (p_ic have zero weighted mean, Falkenstein Sec 3.2). */
-    const double *ref = &x[3 * member[lo]];
-    double r0 = ref[0], r1 = ref[1], r2 = ref[2];
-    double s0 = 0, s1 = 0, s2 = 0, q0 = 0, q1 = 0, q2 = 0;
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0, a8 = 0;
-    for (int32_t j = lo; j < hi; j++) {
-        const double *xi = &x[3 * member[j]], *pj = &p[3 * j];
-        double wm = wmass[j];
-        double d0 = wm * (xi[0] - r0), d1 = wm * (xi[1] - r1), d2 = wm * (xi[2] - r2);
-        double p0 = pj[0], p1 = pj[1], p2 = pj[2];
-        s0 += wm * xi[0];
-        s1 += wm * xi[1];
-        s2 += wm * xi[2];
-        q0 += wm * p0;
-        q1 += wm * p1;
-        q2 += wm * p2;
-        a0 += d0 * p0;
-        a1 += d0 * p1;
-        a2 += d0 * p2;
-        a3 += d1 * p0;
-        a4 += d1 * p1;
-        a5 += d1 * p2;
-        a6 += d2 * p0;
-        a7 += d2 * p1;
-        a8 += d2 * p2;
-    }
+    const double *ref = &x[3 * C->member[lo]];
+    double r0 = ref[0], r1 = ref[1], r2 = ref[2], s[15];
+    moments_sums(C->member, x, C->p, C->wmass, lo, hi, r0, r1, r2, s);
     if (M > 0) {
-        com[0] = s0 / M;
-        com[1] = s1 / M;
-        com[2] = s2 / M;
+        com[0] = s[0] / M;
+        com[1] = s[1] / M;
+        com[2] = s[2] / M;
     } else {
         com[0] = com[1] = com[2] = 0;
     }
     double e0 = com[0] - r0, e1 = com[1] - r1, e2 = com[2] - r2;
-    Axr[0] = a0 - e0 * q0;
-    Axr[1] = a1 - e0 * q1;
-    Axr[2] = a2 - e0 * q2;
-    Axr[3] = a3 - e1 * q0;
-    Axr[4] = a4 - e1 * q1;
-    Axr[5] = a5 - e1 * q2;
-    Axr[6] = a6 - e2 * q0;
-    Axr[7] = a7 - e2 * q1;
-    Axr[8] = a8 - e2 * q2;
+    Axr[0] = s[6] - e0 * s[3];
+    Axr[1] = s[7] - e0 * s[4];
+    Axr[2] = s[8] - e0 * s[5];
+    Axr[3] = s[9] - e1 * s[3];
+    Axr[4] = s[10] - e1 * s[4];
+    Axr[5] = s[11] - e1 * s[5];
+    Axr[6] = s[12] - e2 * s[3];
+    Axr[7] = s[13] - e2 * s[4];
+    Axr[8] = s[14] - e2 * s[5];
 }
 
 /* A_rr of cluster c from its stored pseudo-inverse: the exact inverse when A_rr has full rank,
@@ -189,8 +237,9 @@ void csm_fit_all(csm_world *w, const double *x)
    pulled towards x_i by the strain-limit clamp of Bargteil-Jones Algorithm 2 line 10,
    g_ic + min(gamma / beta, 1)(x_i - g_ic) with beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4), written
    without dividing by beta: the allowed stretch is gamma width_c, and a goal beyond it is pulled
-   back onto it. */
-static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double gamma)
+   back onto it. Compiled for each instruction set (simd.h); each membership's goal is its own, so
+   the vectors change no bit. */
+CSM_CLONES static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double gamma)
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
     const int32_t *member = C->member;
@@ -216,6 +265,7 @@ static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double ga
     double c0 = com[0], c1 = com[1], c2 = com[2];
     if (gamma > 0) {
         double limit = gamma * C->width[c], limit2 = limit * limit;
+#pragma omp simd
         for (int32_t j = lo; j < hi; j++) {
             const double *pj = &p[3 * j], *xi = &x[3 * member[j]];
             double g0 = t0 * pj[0] + t1 * pj[1] + t2 * pj[2] + c0;
@@ -232,6 +282,7 @@ static void cluster_goals(csm_clusters *C, const double *x, int32_t c, double ga
             out[3 * j + 2] = wgt * (g2 + f * d2);
         }
     } else {
+#pragma omp simd
         for (int32_t j = lo; j < hi; j++) {
             const double *pj = &p[3 * j];
             double wgt = weight[j];
@@ -345,63 +396,97 @@ void csm_conserve_frames(csm_world *w, const double *x, double *frame)
     }
 }
 
-/* Pass one of cluster_corrections over members [lo, hi): each correction c_ic = g_ic - x_i into
-   out (the strain clamp of Bargteil-Jones Algorithm 2 line 10 moves g_ic to g + f (x - g), so
-   c = (f - 1)(x - g)), with the sums the projection needs: s = sum w m c and, for the angular
-   projection, t = sum w m r x c and sr = sum w m r, r = x_ref - xbar_ref. Inlined with constant
-   `clamp` and `angular`, so each setting gets its own loop without their tests. */
+/* Pass one of cluster_corrections for one membership j, in lane l of the sums: its correction
+   c_ic = g_ic - x_i into out (the strain clamp of Bargteil-Jones Algorithm 2 line 10 moves g_ic
+   to g + f (x - g), so c = (f - 1)(x - g)), and its share of what the projection removes:
+   s = sum w m c and, for the angular projection, t = sum w m r x c and sr = sum w m r,
+   r = x_ref - xbar_ref. The weight is multiplied by keep (1 or 0; 0 adds nothing to the sums).
+   Inlined with constant `clamp`, `angular` and `quad`, so each setting gets its own loop. */
+static inline __attribute__((always_inline)) void correction_one(
+    const csm_clusters *C, const double *restrict x, int32_t j, int l, double keep, const double *restrict x_ref,
+    const double *restrict fr, const double tc[12], double limit, double limit2, const int clamp, const int angular,
+    const int quad, double acc[9][CSM_LANES])
+{
+    const double *restrict p = C->p;
+    double *restrict out = C->wgoal;
+    int32_t i = 3 * C->member[j];
+    double g0, g1, g2;
+    if (quad) {
+        double g[3];
+        csm_membership_goal(C, j, g);
+        g0 = g[0], g1 = g[1], g2 = g[2];
+    } else {
+        double p0 = p[3 * j], p1 = p[3 * j + 1], p2 = p[3 * j + 2];
+        g0 = tc[0] * p0 + tc[1] * p1 + tc[2] * p2 + tc[9];
+        g1 = tc[3] * p0 + tc[4] * p1 + tc[5] * p2 + tc[10];
+        g2 = tc[6] * p0 + tc[7] * p1 + tc[8] * p2 + tc[11];
+    }
+    double d0 = x[i] - g0, d1 = x[i + 1] - g1, d2 = x[i + 2] - g2, k = -1.0;
+    if (clamp) {
+        /* both sides computed, one selected (limit / 0 lands only on the side not taken) */
+        double len2 = d0 * d0 + d1 * d1 + d2 * d2, pulled = limit / sqrt(len2) - 1.0;
+        k = len2 <= limit2 ? 0.0 : pulled;
+    }
+    double c0 = k * d0, c1 = k * d1, c2 = k * d2, wm = C->wmass[j] * keep;
+    out[3 * j] = c0;
+    out[3 * j + 1] = c1;
+    out[3 * j + 2] = c2;
+    acc[0][l] += wm * c0;
+    acc[1][l] += wm * c1;
+    acc[2][l] += wm * c2;
+    if (angular) {
+        double r0 = x_ref[i] - fr[0], r1 = x_ref[i + 1] - fr[1], r2 = x_ref[i + 2] - fr[2];
+        acc[3][l] += wm * (r1 * c2 - r2 * c1);
+        acc[4][l] += wm * (r2 * c0 - r0 * c2);
+        acc[5][l] += wm * (r0 * c1 - r1 * c0);
+        acc[6][l] += wm * r0;
+        acc[7][l] += wm * r1;
+        acc[8][l] += wm * r2;
+    }
+}
+
+/* Pass one of cluster_corrections over cluster c's members [lo, hi) in CSM_LANES lanes (simd.h),
+   as moments_sums goes: whole blocks lane by lane, the rest as the block that ends at hi with the
+   lanes already counted kept out of the sums (their corrections are written again, the same), a
+   cluster smaller than a block one lane per member. */
 static inline __attribute__((always_inline)) void corrections_sum(const csm_clusters *C, const double *x, int32_t c,
                                                                   const double *x_ref, const double *fr, double limit,
                                                                   const int clamp, const int angular, double sums[9])
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
-    const int32_t *member = C->member;
-    const double *p = C->p, *wmass = C->wmass;
-    double *out = C->wgoal, limit2 = limit * limit;
     const double *T = &C->T[9 * c], *com = &C->com[3 * c];
-    double t0 = T[0], t1 = T[1], t2 = T[2], t3 = T[3], t4 = T[4], t5 = T[5], t6 = T[6], t7 = T[7], t8 = T[8];
-    double s0 = 0, s1 = 0, s2 = 0, q0 = 0, q1 = 0, q2 = 0, r0s = 0, r1s = 0, r2s = 0;
-    for (int32_t j = lo; j < hi; j++) {
-        const double *xi = &x[3 * member[j]], *pj = &p[3 * j];
-        double g[3];
-        if (C->Q) {
-            csm_membership_goal(C, j, g);
-        } else {
-            g[0] = t0 * pj[0] + t1 * pj[1] + t2 * pj[2] + com[0];
-            g[1] = t3 * pj[0] + t4 * pj[1] + t5 * pj[2] + com[1];
-            g[2] = t6 * pj[0] + t7 * pj[1] + t8 * pj[2] + com[2];
+    double tc[12] = {T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7], T[8], com[0], com[1], com[2]};
+    double acc[9][CSM_LANES], limit2 = limit * limit;
+    memset(acc, 0, sizeof acc);
+    if (C->Q) {
+        for (int32_t j = lo; j < hi; j++)
+            correction_one(C, x, j, (j - lo) % CSM_LANES, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 1, acc);
+    } else if (hi - lo < CSM_LANES) {
+        for (int32_t j = lo; j < hi; j++)
+            correction_one(C, x, j, j - lo, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc);
+    } else {
+        int32_t b = lo;
+        for (; b + CSM_LANES <= hi; b += CSM_LANES) {
+#pragma omp simd
+            for (int l = 0; l < CSM_LANES; l++)
+                correction_one(C, x, b + l, l, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc);
         }
-        double d0 = xi[0] - g[0], d1 = xi[1] - g[1], d2 = xi[2] - g[2], k = -1.0;
-        if (clamp) {
-            double len2 = d0 * d0 + d1 * d1 + d2 * d2;
-            k = len2 <= limit2 ? 0.0 : limit / sqrt(len2) - 1.0;
-        }
-        double c0 = k * d0, c1 = k * d1, c2 = k * d2, wm = wmass[j];
-        out[3 * j] = c0;
-        out[3 * j + 1] = c1;
-        out[3 * j + 2] = c2;
-        s0 += wm * c0;
-        s1 += wm * c1;
-        s2 += wm * c2;
-        if (angular) {
-            const double *xr = &x_ref[3 * member[j]];
-            double r0 = xr[0] - fr[0], r1 = xr[1] - fr[1], r2 = xr[2] - fr[2];
-            q0 += wm * (r1 * c2 - r2 * c1);
-            q1 += wm * (r2 * c0 - r0 * c2);
-            q2 += wm * (r0 * c1 - r1 * c0);
-            r0s += wm * r0;
-            r1s += wm * r1;
-            r2s += wm * r2;
+        if (b < hi) {
+            int32_t e = hi - CSM_LANES;
+            const double *keep = lane_keep[b - e];
+#pragma omp simd
+            for (int l = 0; l < CSM_LANES; l++)
+                correction_one(C, x, e + l, l, keep[l], x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc);
         }
     }
-    double v[9] = {s0, s1, s2, q0, q1, q2, r0s, r1s, r2s};
-    memcpy(sums, v, sizeof v);
+    for (int q = 0; q < 9; q++) sums[q] = csm_lanes_sum(acc[q]);
 }
 
 /* Cluster c's share of every member's out_i (csm_goal_pass): pass one writes the corrections and
    sums what the projection removes, pass two removes it, a constant `mean` and a rotation
-   omega x r, and weighs: out = w_ic (x_i + gain_c c'_ic). */
-static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, const csm_goal_pass *pass, int project)
+   omega x r, and weighs: out = w_ic (x_i + gain_c c'_ic). Compiled for each instruction set
+   (simd.h). */
+CSM_CLONES static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, const csm_goal_pass *pass, int project)
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
     const int32_t *member = C->member;
@@ -427,20 +512,31 @@ static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, con
     }
     /* c' = c - mean - omega x r, r = x_ref - xbar_ref taken per member (not omega x x_ref less a
        constant, which would cancel far from the origin) */
-    const double *weight = C->weight;
-    for (int32_t j = lo; j < hi; j++) {
-        const double *xi = &x[3 * member[j]];
-        double *cc = &out[3 * j], wgt = weight[j], c0 = cc[0] - mean[0], c1 = cc[1] - mean[1], c2 = cc[2] - mean[2];
-        if (angular) {
-            const double *xr = &x_ref[3 * member[j]];
-            double r0 = xr[0] - fr[0], r1 = xr[1] - fr[1], r2 = xr[2] - fr[2];
-            c0 -= omega[1] * r2 - omega[2] * r1;
-            c1 -= omega[2] * r0 - omega[0] * r2;
-            c2 -= omega[0] * r1 - omega[1] * r0;
+    const double *restrict weight = C->weight;
+    double m0 = mean[0], m1 = mean[1], m2 = mean[2];
+    if (angular) {
+        double o0 = omega[0], o1 = omega[1], o2 = omega[2], f0 = fr[0], f1 = fr[1], f2 = fr[2];
+#pragma omp simd
+        for (int32_t j = lo; j < hi; j++) {
+            int32_t i = 3 * member[j];
+            double c0 = out[3 * j] - m0, c1 = out[3 * j + 1] - m1, c2 = out[3 * j + 2] - m2, wgt = weight[j];
+            double r0 = x_ref[i] - f0, r1 = x_ref[i + 1] - f1, r2 = x_ref[i + 2] - f2;
+            c0 -= o1 * r2 - o2 * r1;
+            c1 -= o2 * r0 - o0 * r2;
+            c2 -= o0 * r1 - o1 * r0;
+            out[3 * j] = wgt * (x[i] + gain * c0);
+            out[3 * j + 1] = wgt * (x[i + 1] + gain * c1);
+            out[3 * j + 2] = wgt * (x[i + 2] + gain * c2);
         }
-        cc[0] = wgt * (xi[0] + gain * c0);
-        cc[1] = wgt * (xi[1] + gain * c1);
-        cc[2] = wgt * (xi[2] + gain * c2);
+    } else {
+#pragma omp simd
+        for (int32_t j = lo; j < hi; j++) {
+            int32_t i = 3 * member[j];
+            double c0 = out[3 * j] - m0, c1 = out[3 * j + 1] - m1, c2 = out[3 * j + 2] - m2, wgt = weight[j];
+            out[3 * j] = wgt * (x[i] + gain * c0);
+            out[3 * j + 1] = wgt * (x[i + 1] + gain * c1);
+            out[3 * j + 2] = wgt * (x[i + 2] + gain * c2);
+        }
     }
 }
 
