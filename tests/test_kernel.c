@@ -1,6 +1,6 @@
 /* The shape-matching kernel: rigid motions give goals equal to positions, internal forces sum to
-   zero per cluster, weights partition each particle's mass, the strain-limit clamp, and the
-   Falkenstein 2017 Sec 3.1 rectangle. */
+   zero per cluster, weights partition each particle's mass, the strain-limit clamp, the
+   Falkenstein 2017 Sec 3.1 rectangle, and the vector loops against a scalar reference. */
 #include "check.h"
 
 #include "clustering.h"
@@ -206,6 +206,189 @@ static void test_falkenstein_rectangle(void **state)
     for (int k = 0; k < 9; k++) assert_close(R[k], k % 4 == 0 ? 1.0 : 0.0, 1e-12);
 }
 
+/* A world of 1200 particles with one cluster of every size from 1 to 500 members, a seventh of
+   them drawn from 300 particles on the rest plane z = 0.25 (planar clusters, rank-2 A_rr). Its
+   positions are a random affine map of the rest shape, off the origin, with noise; with
+   `inverted` the map mirrors (det < 0). */
+static void make_sizes_world(csm_world *w, int inverted)
+{
+    enum { N = 1200, PLANAR = 300, KMAX = 500 };
+    memset(w, 0, sizeof *w);
+    csm_register_builtins();
+    w->rotation = csm_registry_find(CSM_KIND_ROTATION, "polar_f");
+    w->svd = csm_svd3_fast;
+    assert_int_equal(csm_particles_alloc(&w->P, N), 0);
+    csm_rng r;
+    csm_rng_seed(&r, 29 + (uint64_t)inverted, 0);
+    double A[9];
+    for (int a = 0; a < 9; a++) A[a] = (a % 4 == 0 ? 1.0 : 0.0) + 0.4 * (2 * csm_rng_uniform(&r) - 1);
+    if ((csm_m3_det(A) < 0) != inverted)
+        for (int a = 0; a < 3; a++) A[a] = -A[a];
+    for (int32_t i = 0; i < N; i++) {
+        double *q = &w->P.rest[3 * i];
+        for (int d = 0; d < 3; d++) q[d] = 2 * csm_rng_uniform(&r) - 1;
+        if (i < PLANAR) q[2] = 0.25;
+        csm_m3_mul_v3(A, q, &w->P.x[3 * i]);
+        for (int d = 0; d < 3; d++) w->P.x[3 * i + d] += 3.0 * (d + 1) + 0.1 * (2 * csm_rng_uniform(&r) - 1);
+        w->P.mass[i] = 0.5 + csm_rng_uniform(&r);
+        w->P.inv_mass[i] = 1 / w->P.mass[i];
+    }
+    csm_cluster_builder b;
+    csm_builder_init(&b);
+    for (int32_t size = 1; size <= KMAX; size++) {
+        int planar = size % 7 == 3 && size <= PLANAR;
+        int32_t pool = planar ? PLANAR : N, start = (int32_t)(csm_rng_uniform(&r) * pool) % pool;
+        csm_builder_begin(&b);
+        for (int32_t m = 0; m < size; m++) csm_builder_add(&b, (start + 7 * m) % pool, 0); /* 7 is prime to both */
+        csm_builder_end(&b);
+    }
+    csm_builder_equal_weights(&b, 0, N);
+    assert_true(csm_clusters_from_builder(&w->C, &b, &w->P) >= 0);
+    csm_builder_free(&b);
+}
+
+/* The scalar definitions in long double: xbar = sum w m x / M (Falkenstein Eq 7), A_xr =
+   sum w m (x - xbar) p^T, and the goal pass of csm_goal_pass from the clusters' fitted T and xbar
+   (clamp of Bargteil-Jones Algorithm 2 line 10, mean and rigid rotation removed, gain, sum over
+   each particle's memberships). Each error is held to 1e-12 of the sum of its terms' sizes; a goal's
+   to 1e-12 of its corrections' and 1e-15 of its positions' (x + c rounds to x's precision). */
+static void check_against_reference(csm_world *w, const csm_goal_pass *pass, const double *out)
+{
+    const csm_clusters *C = &w->C;
+    int32_t n = w->P.n;
+    long double *ref = calloc(3 * (size_t)n, sizeof *ref), *size = calloc(6 * (size_t)n, sizeof *size);
+    assert_non_null(ref);
+    assert_non_null(size);
+    for (int32_t c = 0; c < C->k; c++) {
+        int32_t lo = C->offset[c], hi = C->offset[c + 1];
+        long double M = 0, s[3] = {0, 0, 0}, com[3], Axr[9] = {0}, scale = 0, xscale = 0;
+        for (int32_t j = lo; j < hi; j++) {
+            M += C->wmass[j];
+            for (int a = 0; a < 3; a++) s[a] += (long double)C->wmass[j] * w->P.x[3 * C->member[j] + a];
+        }
+        for (int a = 0; a < 3; a++) com[a] = s[a] / M;
+        for (int32_t j = lo; j < hi; j++) {
+            const double *x = &w->P.x[3 * C->member[j]], *p = &C->p[3 * j];
+            long double dn = 0, pn = 0;
+            for (int a = 0; a < 3; a++) {
+                dn += (x[a] - com[a]) * (x[a] - com[a]);
+                pn += (long double)p[a] * p[a];
+                xscale = fmaxl(xscale, fabsl((long double)x[a]));
+                for (int b = 0; b < 3; b++) Axr[3 * a + b] += C->wmass[j] * (x[a] - com[a]) * p[b];
+            }
+            scale += C->wmass[j] * sqrtl(dn * pn);
+        }
+        double gcom[3], gAxr[9];
+        csm_cluster_moments(C, w->P.x, c, gcom, gAxr);
+        for (int a = 0; a < 3; a++) assert_close(gcom[a], (double)com[a], 1e-12 * (double)xscale);
+        for (int a = 0; a < 9; a++) assert_close(gAxr[a], (double)Axr[a], 1e-12 * (double)scale);
+
+        /* the goal pass, from the fit the pass left in the clusters */
+        const double *T = &C->T[9 * c], *fc = &C->com[3 * c];
+        const double *fr = pass->conserve == CSM_CONSERVE_ANGULAR ? &pass->frame[12 * c] : NULL;
+        long double limit = pass->gamma * C->width[c], cs[3] = {0, 0, 0}, t[3] = {0, 0, 0}, sr[3] = {0, 0, 0};
+        long double *corr = calloc(3 * (size_t)(hi - lo), sizeof *corr);
+        assert_true(corr != NULL || hi == lo);
+        for (int32_t j = lo; j < hi; j++) {
+            const double *x = &w->P.x[3 * C->member[j]], *p = &C->p[3 * j];
+            long double d[3], len = 0, *cc = &corr[3 * (j - lo)];
+            for (int a = 0; a < 3; a++) {
+                long double g = fc[a];
+                for (int b = 0; b < 3; b++) g += (long double)T[3 * a + b] * p[b];
+                d[a] = x[a] - g;
+                len += d[a] * d[a];
+            }
+            len = sqrtl(len);
+            long double k = pass->gamma > 0 && len > limit ? limit / len - 1 : pass->gamma > 0 ? 0 : -1;
+            for (int a = 0; a < 3; a++) cc[a] = k * d[a];
+            for (int a = 0; a < 3; a++) cs[a] += C->wmass[j] * cc[a];
+            if (fr) {
+                const double *xr = &pass->x_ref[3 * C->member[j]];
+                long double rr[3] = {xr[0] - fr[0], xr[1] - fr[1], xr[2] - fr[2]};
+                t[0] += C->wmass[j] * (rr[1] * cc[2] - rr[2] * cc[1]);
+                t[1] += C->wmass[j] * (rr[2] * cc[0] - rr[0] * cc[2]);
+                t[2] += C->wmass[j] * (rr[0] * cc[1] - rr[1] * cc[0]);
+                for (int a = 0; a < 3; a++) sr[a] += C->wmass[j] * rr[a];
+            }
+        }
+        long double mean[3] = {0, 0, 0}, om[3] = {0, 0, 0}, gain = pass->gain ? pass->gain[c] : 1;
+        if (pass->conserve != CSM_CONSERVE_NONE)
+            for (int a = 0; a < 3; a++) mean[a] = cs[a] / M;
+        if (fr) {
+            long double tt[3] = {t[0] - (sr[1] * mean[2] - sr[2] * mean[1]), t[1] - (sr[2] * mean[0] - sr[0] * mean[2]),
+                                 t[2] - (sr[0] * mean[1] - sr[1] * mean[0])};
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) om[a] += fr[3 + 3 * a + b] * tt[b];
+        }
+        for (int32_t j = lo; j < hi; j++) {
+            int32_t i = C->member[j];
+            const double *x = &w->P.x[3 * i];
+            long double *cc = &corr[3 * (j - lo)], rr[3] = {0, 0, 0};
+            if (fr)
+                for (int a = 0; a < 3; a++) rr[a] = pass->x_ref[3 * i + a] - fr[a];
+            long double rot[3] = {om[1] * rr[2] - om[2] * rr[1], om[2] * rr[0] - om[0] * rr[2],
+                                  om[0] * rr[1] - om[1] * rr[0]};
+            for (int a = 0; a < 3; a++) {
+                long double cp = cc[a] - mean[a] - rot[a];
+                ref[3 * i + a] += C->weight[j] * (x[a] + gain * cp);
+                size[6 * i + a] += C->weight[j] * (fabsl(cc[a]) + fabsl(mean[a]) + fabsl(rot[a]));
+                size[6 * i + 3 + a] += C->weight[j] * fabsl((long double)x[a]);
+            }
+        }
+        free(corr);
+    }
+    for (int32_t i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            if (C->poff[i] == C->poff[i + 1]) ref[3 * i + a] = w->P.x[3 * i + a];
+            assert_close(out[3 * i + a], (double)ref[3 * i + a], (double)(1e-12 * size[6 * i + a] + 1e-15 * size[6 * i + 3 + a]));
+        }
+    free(ref);
+    free(size);
+}
+
+/* The moments and goal passes run in lanes and vector loops (simd.h); they must agree with the
+   scalar definitions on clusters of every size from 1 to 500 members, planar and inverted ones
+   included, with and without the strain clamp, the conserving projections and gains. */
+static void test_lanes_match_reference(void **state)
+{
+    (void)state;
+    for (int inverted = 0; inverted < 2; inverted++) {
+        csm_world w;
+        make_sizes_world(&w, inverted);
+        int32_t n = w.P.n, k = w.C.k;
+        double *out = malloc(sizeof(double) * 3 * (size_t)n), *frame = malloc(sizeof(double) * 12 * (size_t)k);
+        double *gain = malloc(sizeof(double) * (size_t)k);
+        assert_non_null(out);
+        assert_non_null(frame);
+        assert_non_null(gain);
+        csm_rng r;
+        csm_rng_seed(&r, 31, 0);
+        for (int32_t c = 0; c < k; c++) gain[c] = 0.05 + 0.95 * csm_rng_uniform(&r);
+        csm_conserve_frames(&w, w.P.rest, frame);
+        int planar = 0;
+        for (int32_t c = 0; c < k; c++) planar += w.C.rank[c] < 3;
+        assert_true(planar > 10);
+        const csm_goal_pass passes[] = {
+            {0.0, NULL, CSM_CONSERVE_NONE, NULL, NULL},
+            {0.02, NULL, CSM_CONSERVE_NONE, NULL, NULL},
+            {0.02, NULL, CSM_CONSERVE_LINEAR, NULL, NULL},
+            {0.02, gain, CSM_CONSERVE_ANGULAR, w.P.rest, frame},
+            {0.0, gain, CSM_CONSERVE_ANGULAR, w.P.rest, frame},
+        };
+        for (size_t q = 0; q < sizeof passes / sizeof *passes; q++) {
+            csm_fit_goals_pass(&w, w.P.x, &passes[q], out);
+            check_against_reference(&w, &passes[q], out);
+        }
+        int fitted_inverted = 0;
+        for (int32_t c = 0; c < k; c++) fitted_inverted += w.C.rank[c] == 3 && csm_m3_det(&w.C.F[9 * c]) < 0;
+        assert_true(inverted ? fitted_inverted > k / 2 : fitted_inverted == 0);
+        free(out);
+        free(frame);
+        free(gain);
+        free_world(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_weights_partition_mass),
         cmocka_unit_test(test_strain_limit_clamp),
         cmocka_unit_test(test_falkenstein_rectangle),
+        cmocka_unit_test(test_lanes_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
