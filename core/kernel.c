@@ -13,74 +13,73 @@
 #include <omp.h>
 #endif
 
-/* One block of CSM_LANES members into the lanes of csm_cluster_moments' sums: sum w m x (3),
-   sum w m p (3) and sum w m (x - r) p^T (9). Lane l's weight is multiplied by keep[l], 1 or 0: a
-   member at 0 adds nothing (0 x, 0 p). */
-static inline __attribute__((always_inline)) void moments_block(const int32_t *restrict member,
-                                                                 const double *restrict x, const double *restrict p,
-                                                                 const double *restrict wmass,
-                                                                 const double *restrict keep, double r0, double r1,
-                                                                 double r2, double acc[15][CSM_LANES])
-{
-#pragma omp simd
-    for (int l = 0; l < CSM_LANES; l++) {
-        int32_t i = 3 * member[l];
-        double wm = wmass[l] * keep[l], x0 = x[i], x1 = x[i + 1], x2 = x[i + 2];
-        double d0 = wm * (x0 - r0), d1 = wm * (x1 - r1), d2 = wm * (x2 - r2);
-        double p0 = p[3 * l], p1 = p[3 * l + 1], p2 = p[3 * l + 2];
-        acc[0][l] += wm * x0;
-        acc[1][l] += wm * x1;
-        acc[2][l] += wm * x2;
-        acc[3][l] += wm * p0;
-        acc[4][l] += wm * p1;
-        acc[5][l] += wm * p2;
-        acc[6][l] += d0 * p0;
-        acc[7][l] += d0 * p1;
-        acc[8][l] += d0 * p2;
-        acc[9][l] += d1 * p0;
-        acc[10][l] += d1 * p1;
-        acc[11][l] += d1 * p2;
-        acc[12][l] += d2 * p0;
-        acc[13][l] += d2 * p1;
-        acc[14][l] += d2 * p2;
-    }
-}
-
 /* lane_keep[s] keeps the lanes from s on and drops those before. */
 static const double lane_keep[CSM_LANES + 1][CSM_LANES] = {
     {1, 1, 1, 1, 1, 1, 1, 1}, {0, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 1, 1, 1},
     {0, 0, 0, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 1, 1, 1},
     {0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 0}};
 
-/* The sums of csm_cluster_moments over members [lo, hi) in CSM_LANES lanes (simd.h), the same bits
-   on every instruction set. Whole blocks lo, lo + CSM_LANES, ... go lane by lane; the rest, fewer
-   than CSM_LANES members, is taken as the block that ends at hi with the lanes already counted
-   dropped (lane_keep). A cluster smaller than one block is copied out and padded with weight 0. */
+/* ONE(j, l, keep) for every member j of [lo, hi), adding its share of a cluster's sums into lane l
+   (simd.h) with its weight multiplied by keep, 1 or 0 (0 adds nothing). Whole blocks lo,
+   lo + CSM_LANES, ... go lane by lane as one vector; the rest, fewer than CSM_LANES members, is
+   taken as the block that ends at hi with the lanes already counted kept out; a cluster smaller
+   than a block takes one lane per member. Each lane adds its members in a fixed order, so the sums
+   are the same bits on every instruction set; what ONE writes for a member it writes the same
+   when the tail block visits it again. */
+#define MEMBER_LANES(lo, hi, ONE)                                                                                      \
+    do {                                                                                                               \
+        int32_t lo_ = (lo), hi_ = (hi), b_ = lo_;                                                                      \
+        if (hi_ - lo_ < CSM_LANES) {                                                                                   \
+            for (int32_t j_ = lo_; j_ < hi_; j_++) ONE(j_, j_ - lo_, 1.0);                                             \
+            break;                                                                                                     \
+        }                                                                                                              \
+        for (; b_ + CSM_LANES <= hi_; b_ += CSM_LANES) {                                                               \
+            _Pragma("omp simd") for (int l_ = 0; l_ < CSM_LANES; l_++) ONE(b_ + l_, l_, 1.0);                          \
+        }                                                                                                              \
+        if (b_ < hi_) {                                                                                                \
+            int32_t e_ = hi_ - CSM_LANES;                                                                              \
+            const double *keep_ = lane_keep[b_ - e_];                                                                  \
+            _Pragma("omp simd") for (int l_ = 0; l_ < CSM_LANES; l_++) ONE(e_ + l_, l_, keep_[l_]);                    \
+        }                                                                                                              \
+    } while (0)
+
+/* Member j's share of csm_cluster_moments' sums, in lane l: sum w m x (3), sum w m p (3) and
+   sum w m (x - r) p^T (9). */
+static inline __attribute__((always_inline)) void moment_one(const int32_t *restrict member, const double *restrict x,
+                                                              const double *restrict p, const double *restrict wmass,
+                                                              int32_t j, int l, double keep, const double r[3],
+                                                              double acc[15][CSM_LANES])
+{
+    int32_t i = 3 * member[j];
+    double wm = wmass[j] * keep, x0 = x[i], x1 = x[i + 1], x2 = x[i + 2];
+    double d0 = wm * (x0 - r[0]), d1 = wm * (x1 - r[1]), d2 = wm * (x2 - r[2]);
+    double p0 = p[3 * j], p1 = p[3 * j + 1], p2 = p[3 * j + 2];
+    acc[0][l] += wm * x0;
+    acc[1][l] += wm * x1;
+    acc[2][l] += wm * x2;
+    acc[3][l] += wm * p0;
+    acc[4][l] += wm * p1;
+    acc[5][l] += wm * p2;
+    acc[6][l] += d0 * p0;
+    acc[7][l] += d0 * p1;
+    acc[8][l] += d0 * p2;
+    acc[9][l] += d1 * p0;
+    acc[10][l] += d1 * p1;
+    acc[11][l] += d1 * p2;
+    acc[12][l] += d2 * p0;
+    acc[13][l] += d2 * p1;
+    acc[14][l] += d2 * p2;
+}
+
+/* The sums of csm_cluster_moments over members [lo, hi), in lanes (MEMBER_LANES). */
 CSM_CLONES static void moments_sums(const int32_t *member, const double *x, const double *p, const double *wmass,
-                                    int32_t lo, int32_t hi, double r0, double r1, double r2, double out[15])
+                                    int32_t lo, int32_t hi, const double r[3], double out[15])
 {
     double acc[15][CSM_LANES];
     memset(acc, 0, sizeof acc);
-    if (hi - lo >= CSM_LANES) {
-        int32_t b = lo;
-        for (; b + CSM_LANES <= hi; b += CSM_LANES)
-            moments_block(&member[b], x, &p[3 * b], &wmass[b], lane_keep[0], r0, r1, r2, acc);
-        if (b < hi) {
-            int32_t e = hi - CSM_LANES;
-            moments_block(&member[e], x, &p[3 * e], &wmass[e], lane_keep[b - e], r0, r1, r2, acc);
-        }
-    } else {
-        int32_t tm[CSM_LANES];
-        double tp[3 * CSM_LANES] = {0}, tw[CSM_LANES] = {0};
-        for (int l = 0; l < CSM_LANES; l++) {
-            int32_t j = lo + l < hi ? lo + l : lo;
-            tm[l] = member[j];
-            if (lo + l >= hi) continue;
-            tw[l] = wmass[j];
-            for (int a = 0; a < 3; a++) tp[3 * l + a] = p[3 * j + a];
-        }
-        moments_block(tm, x, tp, tw, lane_keep[0], r0, r1, r2, acc);
-    }
+#define MOMENT(j, l, keep) moment_one(member, x, p, wmass, j, l, keep, r, acc)
+    MEMBER_LANES(lo, hi, MOMENT);
+#undef MOMENT
     for (int q = 0; q < 15; q++) out[q] = csm_lanes_sum(acc[q]);
 }
 
@@ -99,7 +98,7 @@ void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, doub
        is zero up to round-off (p_ic have zero weighted mean, Falkenstein Sec 3.2). */
     const double *ref = &x[3 * C->member[lo]];
     double r0 = ref[0], r1 = ref[1], r2 = ref[2], s[15];
-    moments_sums(C->member, x, C->p, C->wmass, lo, hi, r0, r1, r2, s);
+    moments_sums(C->member, x, C->p, C->wmass, lo, hi, ref, s);
     if (M > 0) {
         com[0] = s[0] / M;
         com[1] = s[1] / M;
@@ -445,10 +444,7 @@ static inline __attribute__((always_inline)) void correction_one(
     }
 }
 
-/* Pass one of cluster_corrections over cluster c's members [lo, hi) in CSM_LANES lanes (simd.h),
-   as moments_sums goes: whole blocks lane by lane, the rest as the block that ends at hi with the
-   lanes already counted kept out of the sums (their corrections are written again, the same), a
-   cluster smaller than a block one lane per member. */
+/* Pass one of cluster_corrections over cluster c's members [lo, hi), in lanes (MEMBER_LANES). */
 static inline __attribute__((always_inline)) void corrections_sum(const csm_clusters *C, const double *x, int32_t c,
                                                                   const double *x_ref, const double *fr, double limit,
                                                                   const int clamp, const int angular, double sums[9])
@@ -461,23 +457,10 @@ static inline __attribute__((always_inline)) void corrections_sum(const csm_clus
     if (C->Q) {
         for (int32_t j = lo; j < hi; j++)
             correction_one(C, x, j, (j - lo) % CSM_LANES, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 1, acc);
-    } else if (hi - lo < CSM_LANES) {
-        for (int32_t j = lo; j < hi; j++)
-            correction_one(C, x, j, j - lo, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc);
     } else {
-        int32_t b = lo;
-        for (; b + CSM_LANES <= hi; b += CSM_LANES) {
-#pragma omp simd
-            for (int l = 0; l < CSM_LANES; l++)
-                correction_one(C, x, b + l, l, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc);
-        }
-        if (b < hi) {
-            int32_t e = hi - CSM_LANES;
-            const double *keep = lane_keep[b - e];
-#pragma omp simd
-            for (int l = 0; l < CSM_LANES; l++)
-                correction_one(C, x, e + l, l, keep[l], x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc);
-        }
+#define CORRECTION(j, l, keep) correction_one(C, x, j, l, keep, x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc)
+        MEMBER_LANES(lo, hi, CORRECTION);
+#undef CORRECTION
     }
     for (int q = 0; q < 9; q++) sums[q] = csm_lanes_sum(acc[q]);
 }
@@ -486,7 +469,8 @@ static inline __attribute__((always_inline)) void corrections_sum(const csm_clus
    sums what the projection removes, pass two removes it, a constant `mean` and a rotation
    omega x r, and weighs: out = w_ic (x_i + gain_c c'_ic). Compiled for each instruction set
    (simd.h). */
-CSM_CLONES static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, const csm_goal_pass *pass, int project)
+CSM_CLONES static void cluster_corrections(csm_clusters *C, const double *x, int32_t c, const csm_goal_pass *pass,
+                                           int project)
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
     const int32_t *member = C->member;
@@ -630,21 +614,50 @@ double csm_spring_stiffness(const csm_world *w, int32_t c, const double Fp[9], d
     return w->spring_capped ? fmin(k, 1.0 / (h * h)) : k;
 }
 
+/* Member j's share of csm_cluster_fixed_fit's sums, in lane l: sum w m |x - xbar|^2,
+   sum w m (x - xbar) . v and sum w m v p^T (9). */
+static inline __attribute__((always_inline)) void fixed_one(const csm_clusters *C, const double *restrict x,
+                                                             const double *restrict v, int32_t j, int l, double keep,
+                                                             const double com[3], double acc[11][CSM_LANES])
+{
+    int32_t i = 3 * C->member[j];
+    const double *p = &C->p[3 * j];
+    double wm = C->wmass[j] * keep, d0 = x[i] - com[0], d1 = x[i + 1] - com[1], d2 = x[i + 2] - com[2];
+    double v0 = v[i], v1 = v[i + 1], v2 = v[i + 2], wv0 = wm * v0, wv1 = wm * v1, wv2 = wm * v2;
+    acc[0][l] += wm * (d0 * d0 + d1 * d1 + d2 * d2);
+    acc[1][l] += wm * (d0 * v0 + d1 * v1 + d2 * v2);
+    acc[2][l] += wv0 * p[0];
+    acc[3][l] += wv0 * p[1];
+    acc[4][l] += wv0 * p[2];
+    acc[5][l] += wv1 * p[0];
+    acc[6][l] += wv1 * p[1];
+    acc[7][l] += wv1 * p[2];
+    acc[8][l] += wv2 * p[0];
+    acc[9][l] += wv2 * p[1];
+    acc[10][l] += wv2 * p[2];
+}
+
+/* The member sums of csm_cluster_fixed_fit, in lanes (MEMBER_LANES). */
+CSM_CLONES static void fixed_sums(const csm_clusters *C, const double *x, const double *v, int32_t c,
+                                  const double com[3], double out[11])
+{
+    double acc[11][CSM_LANES];
+    memset(acc, 0, sizeof acc);
+#define FIXED(j, l, keep) fixed_one(C, x, v, j, l, keep, com, acc)
+    MEMBER_LANES(C->offset[c], C->offset[c + 1], FIXED);
+#undef FIXED
+    for (int q = 0; q < 11; q++) out[q] = csm_lanes_sum(acc[q]);
+}
+
 void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double *v, int32_t c, csm_fixed_fit *f)
 {
-    double com[3];
+    double com[3], s[11];
     csm_cluster_moments(C, x, c, com, f->Axr);
     csm_m3_mul(f->Axr, &C->A_rr_inv[9 * c], f->F); /* Falkenstein Eq 3 */
-    f->S = f->Q = 0;
-    memset(f->Avp, 0, sizeof f->Avp);
-    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
-        const double *xi = &x[3 * C->member[j]], *vi = &v[3 * C->member[j]], *p = &C->p[3 * j];
-        double wm = C->wmass[j], d[3] = {xi[0] - com[0], xi[1] - com[1], xi[2] - com[2]};
-        f->S += wm * csm_v3_dot(d, d);
-        f->Q -= wm * csm_v3_dot(d, vi);
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++) f->Avp[3 * a + b] += wm * vi[a] * p[b];
-    }
+    fixed_sums(C, x, v, c, com, s);
+    f->S = s[0];
+    f->Q = -s[1];
+    memcpy(f->Avp, &s[2], sizeof f->Avp);
 }
 
 double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f, const double Fp[9], const double q[4],

@@ -9,6 +9,7 @@
 #include "kernel.h"
 #include "rng.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,6 +231,7 @@ static void make_sizes_world(csm_world *w, int inverted)
         if (i < PLANAR) q[2] = 0.25;
         csm_m3_mul_v3(A, q, &w->P.x[3 * i]);
         for (int d = 0; d < 3; d++) w->P.x[3 * i + d] += 3.0 * (d + 1) + 0.1 * (2 * csm_rng_uniform(&r) - 1);
+        for (int d = 0; d < 3; d++) w->P.v[3 * i + d] = 2 * csm_rng_uniform(&r) - 1;
         w->P.mass[i] = 0.5 + csm_rng_uniform(&r);
         w->P.inv_mass[i] = 1 / w->P.mass[i];
     }
@@ -248,10 +250,11 @@ static void make_sizes_world(csm_world *w, int inverted)
 }
 
 /* The scalar definitions in long double: xbar = sum w m x / M (Falkenstein Eq 7), A_xr =
-   sum w m (x - xbar) p^T, and the goal pass of csm_goal_pass from the clusters' fitted T and xbar
-   (clamp of Bargteil-Jones Algorithm 2 line 10, mean and rigid rotation removed, gain, sum over
-   each particle's memberships). Each error is held to 1e-12 of the sum of its terms' sizes; a goal's
-   to 1e-12 of its corrections' and 1e-15 of its positions' (x + c rounds to x's precision). */
+   sum w m (x - xbar) p^T, csm_cluster_fixed_fit's S, Q and A_vp, and the goal pass of
+   csm_goal_pass from the clusters' fitted T and xbar (clamp of Bargteil-Jones Algorithm 2 line 10,
+   mean and rigid rotation removed, gain, sum over each particle's memberships). Each error is held
+   to 1e-12 of the sum of its terms' sizes; a goal's to 1e-12 of its corrections' and, as x + c
+   rounds to x's precision, to the rounding of a sum of its memberships' positions. */
 static void check_against_reference(csm_world *w, const csm_goal_pass *pass, const double *out)
 {
     const csm_clusters *C = &w->C;
@@ -262,26 +265,41 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
     for (int32_t c = 0; c < C->k; c++) {
         int32_t lo = C->offset[c], hi = C->offset[c + 1];
         long double M = 0, s[3] = {0, 0, 0}, com[3], Axr[9] = {0}, scale = 0, xscale = 0;
+        long double S = 0, Q = 0, Avp[9] = {0}, sscale = 0, qscale = 0, vscale = 0;
         for (int32_t j = lo; j < hi; j++) {
             M += C->wmass[j];
             for (int a = 0; a < 3; a++) s[a] += (long double)C->wmass[j] * w->P.x[3 * C->member[j] + a];
         }
         for (int a = 0; a < 3; a++) com[a] = s[a] / M;
         for (int32_t j = lo; j < hi; j++) {
-            const double *x = &w->P.x[3 * C->member[j]], *p = &C->p[3 * j];
-            long double dn = 0, pn = 0;
+            const double *x = &w->P.x[3 * C->member[j]], *p = &C->p[3 * j], *v = &w->P.v[3 * C->member[j]];
+            long double dn = 0, pn = 0, vn = 0;
             for (int a = 0; a < 3; a++) {
                 dn += (x[a] - com[a]) * (x[a] - com[a]);
                 pn += (long double)p[a] * p[a];
+                vn += (long double)v[a] * v[a];
                 xscale = fmaxl(xscale, fabsl((long double)x[a]));
-                for (int b = 0; b < 3; b++) Axr[3 * a + b] += C->wmass[j] * (x[a] - com[a]) * p[b];
+                Q -= C->wmass[j] * (x[a] - com[a]) * v[a];
+                for (int b = 0; b < 3; b++) {
+                    Axr[3 * a + b] += C->wmass[j] * (x[a] - com[a]) * p[b];
+                    Avp[3 * a + b] += (long double)C->wmass[j] * v[a] * p[b];
+                }
             }
+            S += C->wmass[j] * dn;
             scale += C->wmass[j] * sqrtl(dn * pn);
+            sscale += C->wmass[j] * (dn + (fabsl(com[0]) + fabsl(com[1]) + fabsl(com[2])) * sqrtl(dn));
+            qscale += C->wmass[j] * sqrtl(vn) * (sqrtl(dn) + xscale);
+            vscale += C->wmass[j] * sqrtl(vn * pn);
         }
         double gcom[3], gAxr[9];
         csm_cluster_moments(C, w->P.x, c, gcom, gAxr);
         for (int a = 0; a < 3; a++) assert_close(gcom[a], (double)com[a], 1e-12 * (double)xscale);
         for (int a = 0; a < 9; a++) assert_close(gAxr[a], (double)Axr[a], 1e-12 * (double)scale);
+        csm_fixed_fit fit;
+        csm_cluster_fixed_fit(C, w->P.x, w->P.v, c, &fit);
+        assert_close(fit.S, (double)S, 1e-12 * (double)sscale);
+        assert_close(fit.Q, (double)Q, 1e-12 * (double)qscale);
+        for (int a = 0; a < 9; a++) assert_close(fit.Avp[a], (double)Avp[a], 1e-12 * (double)vscale);
 
         /* the goal pass, from the fit the pass left in the clusters */
         const double *T = &C->T[9 * c], *fc = &C->com[3 * c];
@@ -340,7 +358,9 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
     for (int32_t i = 0; i < n; i++)
         for (int a = 0; a < 3; a++) {
             if (C->poff[i] == C->poff[i + 1]) ref[3 * i + a] = w->P.x[3 * i + a];
-            assert_close(out[3 * i + a], (double)ref[3 * i + a], (double)(1e-12 * size[6 * i + a] + 1e-15 * size[6 * i + 3 + a]));
+            assert_close(out[3 * i + a], (double)ref[3 * i + a],
+                         (double)(1e-12 * size[6 * i + a] +
+                                  (C->poff[i + 1] - C->poff[i] + 4) * DBL_EPSILON * size[6 * i + 3 + a]));
         }
     free(ref);
     free(size);
