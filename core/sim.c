@@ -336,8 +336,18 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
         work += 0.5 * P->mass[i] * (csm_v3_dot(&P->v[3 * i], &P->v[3 * i]) - csm_v3_dot(&vb[3 * i], &vb[3 * i]));
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) sim->touched[C->mcluster[C->pmember[s]]] = 1;
     }
-    for (int32_t c = 0; c < C->k; c++)
-        if (sim->touched[c]) work += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+    /* the touched clusters' energies in parallel, summed in fixed blocks (kernel.h): the same bits
+       on any thread count; blocks are handed out as threads free up, as the touched clusters
+       bunch where the colliders are */
+    double part[CSM_SUM_BLOCKS];
+    int32_t k = C->k;
+#pragma omp parallel for schedule(dynamic)
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
+        part[b] = 0;
+        for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
+            if (sim->touched[c]) part[b] += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+    }
+    work += csm_block_total(part);
     return isfinite(work) ? work : 0.0;
 }
 
