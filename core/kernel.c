@@ -294,32 +294,36 @@ CSM_CLONES static void cluster_goals(csm_clusters *C, const double *x, int32_t c
 
 /* g_i = sum_c w_ic g_ic (Falkenstein Eq 8): a gather over particle i's memberships, in
    cluster order, so the sum is the same for any thread count. A particle in no cluster feels
-   no internal force: its goal is where it is. */
-static void gather_goals(const csm_world *w, const double *x, double *out)
+   no internal force: its goal is where it is. With relax_x, the particle then moves to
+   relax g_i + (1 - relax) relax_x_i unless its inverse mass is 0 (csm_goal_pass). */
+static void gather_goals(const csm_world *w, const double *x, double *out, double relax, double *relax_x)
 {
     const csm_clusters *C = &w->C;
     const int32_t *poff = C->poff, *pmember = C->pmember;
-    const double *wg = C->wgoal;
+    const double *wg = C->wgoal, *inv_mass = w->P.inv_mass;
     int32_t n = w->P.n;
 #pragma omp for schedule(static)
     for (int32_t i = 0; i < n; i++) {
         int32_t lo = poff[i], hi = poff[i + 1];
-        if (lo == hi) {
-            out[3 * i] = x[3 * i];
-            out[3 * i + 1] = x[3 * i + 1];
-            out[3 * i + 2] = x[3 * i + 2];
-            continue;
-        }
-        double g0 = 0, g1 = 0, g2 = 0;
-        for (int32_t s = lo; s < hi; s++) {
-            const double *v = &wg[3 * pmember[s]];
-            g0 += v[0];
-            g1 += v[1];
-            g2 += v[2];
+        double g0 = x[3 * i], g1 = x[3 * i + 1], g2 = x[3 * i + 2];
+        if (lo < hi) {
+            g0 = g1 = g2 = 0;
+            for (int32_t s = lo; s < hi; s++) {
+                const double *v = &wg[3 * pmember[s]];
+                g0 += v[0];
+                g1 += v[1];
+                g2 += v[2];
+            }
         }
         out[3 * i] = g0;
         out[3 * i + 1] = g1;
         out[3 * i + 2] = g2;
+        if (relax_x && inv_mass[i] != 0.0) {
+            double *xi = &relax_x[3 * i];
+            xi[0] = relax * g0 + (1.0 - relax) * xi[0];
+            xi[1] = relax * g1 + (1.0 - relax) * xi[1];
+            xi[2] = relax * g2 + (1.0 - relax) * xi[2];
+        }
     }
 }
 
@@ -332,11 +336,12 @@ void csm_goals_all(csm_world *w, const double *x, double gamma, double *out)
         csm_cluster_share(C, &lo, &hi);
         for (int32_t c = lo; c < hi; c++) cluster_goals(C, x, c, gamma);
 #pragma omp barrier
-        gather_goals(w, x, out);
+        gather_goals(w, x, out, 0.0, NULL);
     }
 }
 
-void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
+/* csm_fit_goals_all, and the Jacobi update of csm_goal_pass's relax_x when not NULL. */
+static void fit_goals_relax(csm_world *w, const double *x, double gamma, double *out, double relax, double *relax_x)
 {
     csm_mode_ready(w);
     csm_clusters *C = &w->C;
@@ -349,8 +354,13 @@ void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
             cluster_goals(C, x, c, gamma);
         }
 #pragma omp barrier
-        gather_goals(w, x, out);
+        gather_goals(w, x, out, relax, relax_x);
     }
+}
+
+void csm_fit_goals_all(csm_world *w, const double *x, double gamma, double *out)
+{
+    fit_goals_relax(w, x, gamma, out, 0.0, NULL);
 }
 
 /* ---- conserving corrections and per-cluster gains (csm_goal_pass) ---- */
@@ -541,7 +551,7 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
 {
     int conserve = csm_goal_pass_conserve(w, pass, x);
     if (conserve == CSM_CONSERVE_NONE && !pass->gain) {
-        csm_fit_goals_all(w, x, pass->gamma, out);
+        fit_goals_relax(w, x, pass->gamma, out, pass->relax, pass->relax_x);
         return;
     }
     csm_mode_ready(w);
@@ -558,7 +568,7 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
             cluster_corrections(C, x, c, &p, project);
         }
 #pragma omp barrier
-        gather_goals(w, x, out);
+        gather_goals(w, x, out, p.relax, p.relax_x);
     }
 }
 

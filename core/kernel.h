@@ -46,6 +46,8 @@ typedef struct csm_goal_pass {
     int conserve;        /* CSM_CONSERVE_* */
     const double *x_ref; /* [3n] positions at the start of the step (ANGULAR only) */
     const double *frame; /* [12k] csm_conserve_frames of x_ref (ANGULAR only) */
+    double relax;        /* with relax_x, the Jacobi update fused into the per-particle sums: */
+    double *relax_x;     /* relax_x_i = relax g_i + (1 - relax) relax_x_i where 1/m_i != 0 (NULL: none) */
 } csm_goal_pass;
 
 /* The conserve setting a pass really needs (CSM_CONSERVE_NONE where the projection would remove
@@ -56,7 +58,9 @@ int csm_goal_pass_conserve(const csm_world *w, const csm_goal_pass *pass, const 
    positions x, into frame[12k]. */
 void csm_conserve_frames(csm_world *w, const double *x, double *frame);
 /* Fit every cluster at x and write out_i as csm_goal_pass says (in parallel, the same bits for
-   any thread count). With conserve NONE and gain NULL it is csm_fit_goals_all bit for bit. */
+   any thread count). With conserve NONE and gain NULL it is csm_fit_goals_all bit for bit. With
+   relax_x (which may be x: every fit has read x before a particle's sum writes it), each particle
+   then moves towards its goal, in the same sweep. */
 void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass, double *out);
 
 /* Spring stiffness per unit mass (1/s^2) that gives cluster c the elastic energy of a material

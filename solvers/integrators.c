@@ -171,8 +171,8 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     } else {
         w->report->gains = (csm_gain_stats){s->alpha, s->alpha, s->alpha, 0};
     }
-    csm_goal_pass sp = {0.0, s->modulus > 0 ? s->gain : NULL, w->conserve, x, s->frame};
-    csm_goal_pass jp = {s->gamma, NULL, w->conserve, P->x_prev, s->frame};
+    csm_goal_pass sp = {0.0, s->modulus > 0 ? s->gain : NULL, w->conserve, x, s->frame, 0.0, NULL};
+    csm_goal_pass jp = {s->gamma, NULL, w->conserve, P->x_prev, s->frame, 0.0, NULL};
     if ((spring && csm_goal_pass_conserve(w, &sp, x) == CSM_CONSERVE_ANGULAR) ||
         (project && csm_goal_pass_conserve(w, &jp, x) == CSM_CONSERVE_ANGULAR)) {
         /* rotations are removed about x(t): the step then keeps angular momentum exactly */
@@ -223,12 +223,9 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     double om = s->omega;
     for (int j = 0; j < loops; j++) {
         if (project) {
+            jp.relax = om; /* x = om g + (1 - om) x, in the pass's per-particle sums */
+            jp.relax_x = x;
             csm_fit_goals_pass(w, x, &jp, g);
-#pragma omp parallel for schedule(static)
-            for (int32_t i = 0; i < n; i++) {
-                if (P->inv_mass[i] == 0.0) continue;
-                for (int d = 0; d < 3; d++) x[3 * i + d] = om * g[3 * i + d] + (1.0 - om) * x[3 * i + d];
-            }
         }
         if (split) csm_volume_project(w, x, h, s->lambda, s->scratch);
         csm_world_project(w, x, h);

@@ -389,11 +389,11 @@ static void test_lanes_match_reference(void **state)
         for (int32_t c = 0; c < k; c++) planar += w.C.rank[c] < 3;
         assert_true(planar > 10);
         const csm_goal_pass passes[] = {
-            {0.0, NULL, CSM_CONSERVE_NONE, NULL, NULL},
-            {0.02, NULL, CSM_CONSERVE_NONE, NULL, NULL},
-            {0.02, NULL, CSM_CONSERVE_LINEAR, NULL, NULL},
-            {0.02, gain, CSM_CONSERVE_ANGULAR, w.P.rest, frame},
-            {0.0, gain, CSM_CONSERVE_ANGULAR, w.P.rest, frame},
+            {0.0, NULL, CSM_CONSERVE_NONE, NULL, NULL, 0.0, NULL},
+            {0.02, NULL, CSM_CONSERVE_NONE, NULL, NULL, 0.0, NULL},
+            {0.02, NULL, CSM_CONSERVE_LINEAR, NULL, NULL, 0.0, NULL},
+            {0.02, gain, CSM_CONSERVE_ANGULAR, w.P.rest, frame, 0.0, NULL},
+            {0.0, gain, CSM_CONSERVE_ANGULAR, w.P.rest, frame, 0.0, NULL},
         };
         for (size_t q = 0; q < sizeof passes / sizeof *passes; q++) {
             csm_fit_goals_pass(&w, w.P.x, &passes[q], out);
