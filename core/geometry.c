@@ -289,7 +289,7 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
             free(trial.p);
             return -1;
         }
-        int32_t n = trial.n;
+        int32_t n = trial.n; if (getenv("CSM_DBG")) fprintf(stderr, "it %d h %.9g n %d\n", it, h, n);
         if (best < 0 || abs(n - target) < abs(best - target)) {
             pointbuf keep = *out; /* the closest so far's points are the ones returned */
             *out = trial;
@@ -300,12 +300,16 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
         if (n == target) break;
         if (n > target) lo = h > lo ? h : lo;
         else hi = h < hi ? h : hi;
+        /* the expected count goes as h^-3: once the bracket is narrower than h / (6 N), a step
+           changes it by less than half a particle, and the counts found are the sampler's noise */
+        if (hi - lo < h / (6.0 * target)) break;
         double next = h * cbrt(n > 0 ? (double)n / target : 0.5);
         if (!(next > lo && next < hi)) next = isfinite(hi) ? 0.5 * (lo + hi) : 2.0 * h;
         if (next == h) break;
         h = next;
     }
     free(trial.p);
+    if (getenv("CSM_DBG")) fprintf(stderr, "best %d\n", best);
     *spacing = best_h;
     return 0;
 }
