@@ -10,12 +10,13 @@
 #include <string.h>
 
 enum { EMBEDDING_NONLINEAR, EMBEDDING_LINEAR };
+enum { SOLVER_LOCAL_GLOBAL, SOLVER_JACOBI };
 enum { MEMBERS_FROM_SEED_CLUSTERS, MEMBERS_FROM_EMBEDDING_SET };
 enum { MEMBERSHIP_FUZZY_CMEANS, MEMBERSHIP_KERNEL };
 
 typedef struct embedded_params {
     csm_rc_common_params common;
-    int embedding, compare_linear, members_from, membership;
+    int embedding, embedding_solver, compare_linear, members_from, membership;
     int32_t embedding_iterations, optimization_iterations;
     double embedding_tolerance, m, threshold, optimization_tolerance, kernel_radius;
 } embedded_params;
@@ -25,11 +26,15 @@ static const csm_param_spec embedded_table[] = {
     CSM_P_ENUM(embedded_params, embedding, EMBEDDING_NONLINEAR, "nonlinear|linear",
                "embedded space: nonlinear (Eq 21 with rotations, Jacobi) or linear (Jones 2014, rotations ignored, "
                "LAPACKE)"),
+    CSM_P_ENUM(embedded_params, embedding_solver, SOLVER_LOCAL_GLOBAL, "local_global|jacobi",
+               "how the nonlinear embedding minimises Falkenstein Eq 21: local_global (fits, then particles and "
+               "centres together by one linear solve; a third of the steps, same minimum) or jacobi (Falkenstein "
+               "Sec 3.2.2's sweeps: fits, then each particle to the mean of its goals)"),
     CSM_P_INT(embedded_params, embedding_iterations, 1000, 1, 1e6,
-              "Jacobi sweeps of the nonlinear embedding at most: a cap, not the stopping rule (embedding_tolerance "
+              "steps (sweeps) of the nonlinear embedding at most: a cap, not the stopping rule (embedding_tolerance "
               "is); an addition that reaches it is logged with embedding_capped 1"),
     CSM_P_REAL(embedded_params, embedding_tolerance, 1e-8, 0, 1,
-               "stop when a sweep's squared change is this fraction of the first's"),
+               "stop when a step's squared change of the particles is this fraction of the first's"),
     CSM_P_BOOL(embedded_params, compare_linear, 0,
                "also solve the linear embedding of every addition and log its Falkenstein Eq 21 energy (linear_energy of "
                "/recluster/events), for comparison"),
@@ -150,8 +155,16 @@ static int build_embedded(csm_rc_engine *e, csm_world *w, int32_t seed, csm_recl
         ev->embedding_iterations = 1;
     } else {
         int converged;
-        ev->embedding_iterations = csm_embed_nonlinear(E, C, w->svd, e->embedding_iterations, e->embedding_tolerance,
-                                                       &ev->embedding_energy, &converged);
+        ev->embedding_iterations =
+            e->embedding_solver == SOLVER_JACOBI
+                ? csm_embed_nonlinear(E, C, w->svd, e->embedding_iterations, e->embedding_tolerance,
+                                      &ev->embedding_energy, &converged)
+                : csm_embed_local_global(E, C, w->svd, e->embedding_iterations, e->embedding_tolerance,
+                                         &ev->embedding_energy, &converged);
+        if (ev->embedding_iterations < 0)
+            return csm_fail(err, CSM_EXIT_FAILURE,
+                            "local/global embedding around particle %d failed (out of memory, or its clusters carry no "
+                            "weight)", seed);
         ev->embedding_capped = !converged;
     }
     w->report->timings.seconds[CSM_TIMING_EMBEDDING] += csm_now() - t0;
@@ -237,6 +250,7 @@ static int embedded_create(const csm_plugin_cfg *cfg, const csm_world *w, void *
     e->build = build_embedded;
     const embedded_params *p = csm_cfg_params(cfg);
     e->embedding_linear = p->embedding == EMBEDDING_LINEAR;
+    e->embedding_solver = p->embedding_solver;
     e->embedding_iterations = p->embedding_iterations;
     e->embedding_tolerance = p->embedding_tolerance;
     e->compare_linear = p->compare_linear;

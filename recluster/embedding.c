@@ -5,6 +5,7 @@
 #include "kernel.h"
 
 #include <lapacke.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,12 +15,19 @@ void csm_embedding_free(csm_embedding *E)
     free(E->particle);
     free(E->local);
     free(E->mark);
+    free(E->slot);
     free(E->e);
     free(E->centre);
     free(E->T);
     free(E->q);
     free(E->acc);
     free(E->lin);
+    free(E->lg_off);
+    free(E->lg_slot);
+    free(E->lg_share);
+    free(E->lg_mshare);
+    free(E->lg_cluster);
+    free(E->lg_macc);
     memset(E, 0, sizeof *E);
 }
 
@@ -36,8 +44,11 @@ static int reserve(csm_embedding *E, const csm_clusters *C)
     }
     if (C->k > E->cap_k) {
         free(E->mark);
+        free(E->slot);
         E->mark = calloc((size_t)C->k, 1);
-        if (!E->mark) return -1;
+        E->slot = malloc((size_t)C->k * sizeof *E->slot);
+        if (!E->mark || !E->slot) return -1;
+        for (int32_t c = 0; c < C->k; c++) E->slot[c] = -1;
         E->cap_k = C->k;
     }
     return 0;
@@ -61,6 +72,7 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
     if (reserve(E, C)) return -1;
     /* forget the previous set */
     for (int32_t a = 0; a < E->np; a++) E->local[E->particle[a]] = -1;
+    for (int32_t a = 0; a < E->nc; a++) E->slot[E->cluster[a]] = -1;
     E->nc = E->np = 0;
     /* Falkenstein Eq 22: C_p, then every cluster sharing a particle with a cluster of C_p */
     for (int32_t s = C->poff[seed]; s < C->poff[seed + 1]; s++) {
@@ -85,6 +97,7 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
     }
     for (int32_t a = 0; a < E->nc; a++) E->mark[E->cluster[a]] = 0;
     qsort(E->cluster, (size_t)E->nc, sizeof *E->cluster, cmp_i32);
+    for (int32_t a = 0; a < E->nc; a++) E->slot[E->cluster[a]] = a;
     /* Falkenstein Eq 23: every member of C_e, once */
     for (int32_t a = 0; a < E->nc; a++) {
         int32_t c = E->cluster[a];
@@ -204,6 +217,219 @@ int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd
         if (it == 1) first = change;
         else if (change <= tolerance * first) *converged = 1;
         if (change <= 1e-28 * size) *converged = 1; /* moves at round-off: already stress-free */
+        if (*converged) break;
+    }
+    *energy = csm_embedding_energy(E, C, svd);
+    return it;
+}
+
+/* The global step of the local/global solver: with the fits' T_c = R_c F^p_c held, E is a
+   quadratic in the e_i and e_c together, with d_ic = T_c p_ic and W_ic = w_ic m_i,
+
+       E = sum_c sum_i W_ic |d_ic - (e_i - e_c)|^2.
+
+   Each particle's minimiser given the centres is e_i = (sum_c W_ic e_c + D_i) / W_i, with
+   W_i = sum_c W_ic and D_i = sum_c W_ic d_ic over its clusters in C_e; put back into the
+   centres' equations W_c e_c - sum_i W_ic e_i = -sum_i W_ic d_ic, it leaves nc equations in the
+   centres alone (the Schur complement, a weighted graph Laplacian of the clusters):
+
+       W_c e_c - sum_c' (sum_i W_ic W_ic' / W_i) e_c' = -sum_i W_ic d_ic + sum_i (W_ic / W_i) D_i.
+
+   E does not see a translation, so the Laplacian is singular: the heaviest cluster's centre is
+   held at its fitted one e~_c, which fixes the translation where it is (a Dirichlet node), and
+   eps W_c |e_c - e~_c|^2 is added for the rest, which keeps a part linked to it by no weight
+   where it is and vanishes at the fixed point (where the fitted centres are the solved ones).
+   The matrix depends on the weights
+   alone: it is factored (Cholesky, LAPACKE dpotrf) once per embedding, and each step solves
+   three right-hand sides. A particle of no weight in C_e stays. */
+static const double lg_eps = 1e-12;
+
+/* Cholesky factorisation in place of the upper triangle of the row-major n x n S = U^T U, in a
+   fixed order (no BLAS: the bits do not depend on the library's kernels or threads); -1 when S
+   is not positive definite. */
+static int cholesky_upper(double *S, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++) {
+        double *Uk = &S[(int64_t)k * n];
+        double d = Uk[k];
+        for (int32_t i = 0; i < k; i++) d -= S[(int64_t)i * n + k] * S[(int64_t)i * n + k];
+        if (!(d > 0)) return -1;
+        Uk[k] = sqrt(d);
+        for (int32_t j = k + 1; j < n; j++) {
+            double v = Uk[j];
+            for (int32_t i = 0; i < k; i++) v -= S[(int64_t)i * n + k] * S[(int64_t)i * n + j];
+            Uk[j] = v / Uk[k];
+        }
+    }
+    return 0;
+}
+
+/* Solves U^T U x = r for three right-hand sides (row-major n x 3), in place. */
+static void cholesky_solve3(const double *U, int32_t n, double *r)
+{
+    for (int32_t i = 0; i < n; i++) { /* U^T y = r */
+        double v[3] = {r[3 * i], r[3 * i + 1], r[3 * i + 2]};
+        for (int32_t k = 0; k < i; k++)
+            for (int d = 0; d < 3; d++) v[d] -= U[(int64_t)k * n + i] * r[3 * k + d];
+        for (int d = 0; d < 3; d++) r[3 * i + d] = v[d] / U[(int64_t)i * n + i];
+    }
+    for (int32_t i = n - 1; i >= 0; i--) { /* U x = y */
+        double v[3] = {r[3 * i], r[3 * i + 1], r[3 * i + 2]};
+        for (int32_t k = i + 1; k < n; k++)
+            for (int d = 0; d < 3; d++) v[d] -= U[(int64_t)i * n + k] * r[3 * k + d];
+        for (int d = 0; d < 3; d++) r[3 * i + d] = v[d] / U[(int64_t)i * n + i];
+    }
+}
+
+/* For the global step: 1 / W_i into acc[4b + 3] (0 for a particle of no weight), each
+   particle's clusters in C_e with their shares W_ic / W_i (lg_off, lg_slot, lg_share; by
+   membership in lg_mshare), each cluster's sum_i W_ic p_ic and W_c (lg_cluster), and the
+   factored Schur complement into lin[nc^2]; -1 when out of memory or not positive definite. */
+static int lg_factor(csm_embedding *E, const csm_clusters *C)
+{
+    int32_t nc = E->nc;
+    if (csm_grow((void **)&E->lin, &E->cap_lin, (int64_t)nc * nc + 4 * (int64_t)nc, sizeof *E->lin) ||
+        csm_grow((void **)&E->lg_off, &E->cap_lg_off, (int64_t)E->np + 1, sizeof *E->lg_off))
+        return -1;
+    double *S = E->lin;
+    memset(S, 0, (size_t)nc * (size_t)nc * sizeof *S);
+    memset(E->acc, 0, 4 * (size_t)E->np * sizeof *E->acc);
+    for (int32_t a = 0; a < nc; a++) {
+        int32_t c = E->cluster[a];
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            E->acc[4 * E->local[C->member[j]] + 3] += C->wmass[j];
+            S[(int64_t)a * nc + a] += C->wmass[j];
+        }
+    }
+    for (int32_t a = 0; a < nc; a++) {
+        double *Saa = &S[(int64_t)a * nc + a];
+        *Saa += *Saa > 0 ? lg_eps * *Saa : 1; /* a cluster of no weight: held at its fitted centre */
+    }
+    int32_t count = 0;
+    for (int32_t b = 0; b < E->np; b++) {
+        int32_t i = E->particle[b];
+        double Wi = E->acc[4 * b + 3];
+        E->lg_off[b] = count;
+        if (!(Wi > 0)) continue; /* no weight in C_e: it stays */
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+            int32_t j = C->pmember[s], a = E->slot[C->mcluster[j]];
+            if (a < 0) continue;
+            if (csm_grow((void **)&E->lg_slot, &E->cap_lg_slot, (int64_t)count + 1, sizeof *E->lg_slot) ||
+                csm_grow((void **)&E->lg_share, &E->cap_lg_share, (int64_t)count + 1, sizeof *E->lg_share))
+                return -1;
+            E->lg_slot[count] = a;
+            E->lg_share[count++] = C->wmass[j] / Wi;
+        }
+        for (int32_t s = E->lg_off[b]; s < count; s++)
+            for (int32_t t = E->lg_off[b]; t < count; t++)
+                if (E->lg_slot[t] >= E->lg_slot[s]) /* the upper triangle */
+                    S[(int64_t)E->lg_slot[s] * nc + E->lg_slot[t]] -= E->lg_share[s] * Wi * E->lg_share[t];
+    }
+    E->lg_off[E->np] = count;
+    /* the held centre: its column goes to the right-hand side (kept in lin after the 3 nc of r),
+       its row becomes e_c = e~_c */
+    int32_t pin = 0;
+    for (int32_t a = 1; a < nc; a++)
+        if (S[(int64_t)a * nc + a] > S[(int64_t)pin * nc + pin]) pin = a;
+    E->lg_pin = pin;
+    double *column = E->lin + (int64_t)nc * nc + 3 * (int64_t)nc;
+    for (int32_t a = 0; a < nc; a++) {
+        double *Sap = a <= pin ? &S[(int64_t)a * nc + pin] : &S[(int64_t)pin * nc + a];
+        column[a] = a == pin ? 0 : *Sap;
+        *Sap = a == pin ? 1 : 0;
+    }
+    if (csm_grow((void **)&E->lg_cluster, &E->cap_lg_cluster, 4 * (int64_t)nc, sizeof *E->lg_cluster)) return -1;
+    for (int32_t a = 0; a < nc; a++) { /* sum_i W_ic p_ic and W_c */
+        int32_t c = E->cluster[a];
+        double *Pa = &E->lg_cluster[4 * a];
+        Pa[0] = Pa[1] = Pa[2] = Pa[3] = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            for (int k = 0; k < 3; k++) Pa[k] += C->wmass[j] * C->p[3 * j + k];
+            Pa[3] += C->wmass[j];
+        }
+    }
+    int64_t m = 0; /* the shares again, by membership of C_e in cluster order */
+    for (int32_t a = 0; a < nc; a++) m += C->offset[E->cluster[a] + 1] - C->offset[E->cluster[a]];
+    if (csm_grow((void **)&E->lg_mshare, &E->cap_lg_mshare, m, sizeof *E->lg_mshare) ||
+        csm_grow((void **)&E->lg_macc, &E->cap_lg_macc, m, sizeof *E->lg_macc))
+        return -1;
+    for (int32_t a = 0, t = 0; a < nc; a++) {
+        int32_t c = E->cluster[a];
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++, t++) {
+            E->lg_macc[t] = 4 * E->local[C->member[j]];
+            double Wi = E->acc[E->lg_macc[t] + 3];
+            E->lg_mshare[t] = Wi > 0 ? C->wmass[j] / Wi : 0;
+        }
+    }
+    for (int32_t b = 0; b < E->np; b++) /* acc[4b + 3] holds 1 / W_i from here on */
+        E->acc[4 * b + 3] = E->acc[4 * b + 3] > 0 ? 1.0 / E->acc[4 * b + 3] : 0;
+    return cholesky_upper(S, nc);
+}
+
+/* Moves the particles to the minimiser for the last fit; the sum of squared changes goes to
+   *change and of squared positions to *size. */
+static void lg_step(csm_embedding *E, const csm_clusters *C, double *change, double *size)
+{
+    int32_t nc = E->nc;
+    double *r = E->lin + (int64_t)nc * nc; /* row-major nc x 3 */
+    for (int32_t b = 0; b < E->np; b++) E->acc[4 * b] = E->acc[4 * b + 1] = E->acc[4 * b + 2] = 0;
+    for (int32_t a = 0, t = 0; a < nc; a++) { /* D_i = sum_c W_ic d_ic */
+        int32_t c = E->cluster[a];
+        const double *T = &E->T[9 * a];
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++, t++) {
+            double d[3], *acc = &E->acc[E->lg_macc[t]];
+            csm_m3_mul_v3(T, &C->p[3 * j], d);
+            for (int k = 0; k < 3; k++) acc[k] += C->wmass[j] * d[k];
+        }
+    }
+    for (int32_t a = 0, t = 0; a < nc; a++) {
+        /* the right-hand side: sum_i (W_ic / W_i) D_i (in the order of the memberships, in four
+           partial sums), - sum_i W_ic d_ic = - T_c sum_i W_ic p_ic, and eps W_c e~_c */
+        int32_t c = E->cluster[a];
+        double part[4][3] = {{0}}, Wc = E->lg_cluster[4 * a + 3], reg = Wc > 0 ? lg_eps * Wc : 1, ra[3];
+        csm_m3_mul_v3(&E->T[9 * a], &E->lg_cluster[4 * a], ra);
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++, t++) {
+            const double *acc = &E->acc[E->lg_macc[t]];
+            for (int k = 0; k < 3; k++) part[j & 3][k] += E->lg_mshare[t] * acc[k];
+        }
+        for (int k = 0; k < 3; k++)
+            r[3 * a + k] = ((part[0][k] + part[1][k]) + (part[2][k] + part[3][k])) - ra[k] + reg * E->centre[3 * a + k];
+    }
+    const double *column = E->lin + (int64_t)nc * nc + 3 * (int64_t)nc, *held = &E->centre[3 * E->lg_pin];
+    for (int32_t a = 0; a < nc; a++)
+        for (int k = 0; k < 3; k++) r[3 * a + k] = a == E->lg_pin ? held[k] : r[3 * a + k] - column[a] * held[k];
+    cholesky_solve3(E->lin, nc, r);
+    *change = *size = 0;
+    for (int32_t b = 0; b < E->np; b++) {
+        if (E->lg_off[b] == E->lg_off[b + 1]) continue;
+        const double *acc = &E->acc[4 * b];
+        double v[3] = {acc[0] * acc[3], acc[1] * acc[3], acc[2] * acc[3]}, *ei = &E->e[3 * E->particle[b]];
+        for (int32_t s = E->lg_off[b]; s < E->lg_off[b + 1]; s++)
+            for (int k = 0; k < 3; k++) v[k] += E->lg_share[s] * r[3 * E->lg_slot[s] + k];
+        for (int k = 0; k < 3; k++) {
+            *change += (v[k] - ei[k]) * (v[k] - ei[k]);
+            *size += v[k] * v[k];
+            ei[k] = v[k];
+        }
+    }
+}
+
+int csm_embed_local_global(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
+                           double tolerance, double *energy, int *converged)
+{
+    double first = 0;
+    int it = 0;
+    *converged = 0;
+    if (lg_factor(E, C)) return -1;
+    while (it < max_iterations) {
+        fit_all(E, C, svd);
+        double change, size;
+        lg_step(E, C, &change, &size);
+        it++;
+        /* the stopping rule of csm_embed_nonlinear */
+        if (it == 1) first = change;
+        else if (change <= tolerance * first) *converged = 1;
+        if (change <= 1e-28 * size) *converged = 1;
         if (*converged) break;
     }
     *energy = csm_embedding_energy(E, C, svd);

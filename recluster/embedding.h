@@ -21,15 +21,25 @@ typedef struct csm_embedding {
     int32_t *particle;    /* [np] the particles P_e (Falkenstein Eq 23), increasing ids */
     int32_t *local;       /* [n] index of a particle in `particle`, -1 outside P_e */
     unsigned char *mark;  /* [k] clusters in C_e while the set is built */
+    int32_t *slot;        /* [k] index of a cluster in `cluster`, -1 outside C_e */
     double *e;            /* [3n] embedded positions, by particle id (meaningful on P_e) */
     double *centre;       /* [3nc] e_c of the last fit */
     double *T;            /* [9nc] R_c F^p_c of the last fit */
     double *q;            /* [4nc] R_c as a quaternion: each fit starts from the last (first: the cluster's own) */
     double *acc;          /* [4np] goal sums and weight sums of a Jacobi sweep */
-    double *lin;          /* linear embedding: the (np + nc)^2 matrix and 3 right-hand sides */
+    double *lin;          /* linear embedding: the (np + nc)^2 matrix and 3 right-hand sides; local/global:
+                             the nc^2 factor, 3 right-hand sides and the held centre's column */
+    int32_t lg_pin;       /* local/global: the cluster whose centre is held */
+    int32_t *lg_off;      /* [np+1] local/global: each particle's clusters in C_e ... */
+    int32_t *lg_slot;     /* ... as indices into `cluster` ... */
+    double *lg_share;     /* ... and its shares W_ic / W_i of them */
+    double *lg_mshare;    /* the same shares by membership of C_e, clusters in order */
+    double *lg_cluster;   /* [4nc] sum_i W_ic p_ic and W_c */
+    int32_t *lg_macc;     /* by membership of C_e: 4 x its particle's index in `particle` */
     int32_t cap_n, cap_k;
     int64_t cap_np, cap_nc;
     int64_t cap_acc, cap_centre, cap_T, cap_q, cap_lin; /* in doubles */
+    int64_t cap_lg_off, cap_lg_slot, cap_lg_share, cap_lg_mshare, cap_lg_cluster, cap_lg_macc;
 } csm_embedding;
 
 void csm_embedding_free(csm_embedding *E);
@@ -52,6 +62,15 @@ double csm_embedding_energy(csm_embedding *E, const csm_clusters *C, csm_svd3_fn
    *energy, and *converged is 1 when the tolerance stopped the sweeps, 0 when max_iterations did. */
 int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
                         double tolerance, double *energy, int *converged);
+
+/* The same minimisation by local/global steps (as-rigid-as-possible's alternation): fit every
+   cluster at e (the local step, as the Jacobi sweep), then minimise E over the particles and the
+   centres together with the rotations held (the global step, a linear solve in the nc centres).
+   E never rises, and a step moves the whole neighbourhood at once, where a Jacobi sweep moves
+   each particle towards its own clusters only. The same stopping rule as csm_embed_nonlinear.
+   Returns the steps taken, or -1 when out of memory or a solve fails. */
+int csm_embed_local_global(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
+                           double tolerance, double *energy, int *converged);
 
 /* Jones et al. 2014's linearisation (Falkenstein Sec 3.2.2): Eq 21 with the rotations left out,
    sum w_ic m_i |F^p_c p_ic - (e_i - e_c)|^2, a weighted graph Laplacian system in the np + nc

@@ -60,6 +60,7 @@ struct csm_rc_engine {
 
     /* embedded */
     int embedding_linear, compare_linear;
+    int embedding_solver;    /* the nonlinear embedding's: local/global steps or Falkenstein's Jacobi sweeps */
     int32_t embedding_iterations;
     double embedding_tolerance;
     double m, threshold, optimization_tolerance;
