@@ -225,10 +225,7 @@ static void test_embedding_zero_residual(void **state)
     run_stop(&R);
 }
 
-/* The local/global steps minimise the same Falkenstein Eq 21 as the Jacobi sweeps: on the rotated
-   bar they keep the zero residual, from a perturbed start no step raises Eq 21, and with every
-   cluster's F^p also stretched differently (so the minimum is not zero) both reach the same
-   minimum from the same start. */
+/* Every embedded position moved by up to 0.02 m, from its own stream. */
 static void perturb(csm_embedding *E, uint64_t seed)
 {
     csm_rng g;
@@ -237,6 +234,10 @@ static void perturb(csm_embedding *E, uint64_t seed)
         for (int d = 0; d < 3; d++) E->e[3 * E->particle[a] + d] += 0.02 * (2 * csm_rng_uniform(&g) - 1);
 }
 
+/* The local/global steps minimise the same Falkenstein Eq 21 as the Jacobi sweeps: on the rotated
+   bar they keep the zero residual, from a perturbed start no step raises Eq 21, and with every
+   cluster's F^p also stretched differently (so the minimum is not zero) both reach the same
+   minimum from the same start. */
 static void test_local_global_same_minimum(void **state)
 {
     (void)state;
