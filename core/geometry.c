@@ -289,7 +289,7 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
             free(trial.p);
             return -1;
         }
-        int32_t n = trial.n; if (getenv("CSM_DBG")) fprintf(stderr, "it %d h %.9g n %d\n", it, h, n);
+        int32_t n = trial.n;
         if (best < 0 || abs(n - target) < abs(best - target)) {
             pointbuf keep = *out; /* the closest so far's points are the ones returned */
             *out = trial;
@@ -309,7 +309,6 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
         h = next;
     }
     free(trial.p);
-    if (getenv("CSM_DBG")) fprintf(stderr, "best %d\n", best);
     *spacing = best_h;
     return 0;
 }
