@@ -208,7 +208,11 @@ static int32_t share_start(const csm_clusters *C, int64_t target)
     return a;
 }
 
-void csm_cluster_share(const csm_clusters *C, int32_t *lo, int32_t *hi)
+/* Inside a parallel region, the clusters [*lo, *hi) the calling thread works on: runs of about
+   equal cost, a fit per cluster and the work of each membership, not of equal cluster count
+   (a few large clusters would leave a thread idle). Which thread takes a cluster changes no
+   result: each cluster's work is its own. Outside a parallel region, every cluster. */
+static void cluster_share(const csm_clusters *C, int32_t *lo, int32_t *hi)
 {
     int t = 0, nt = 1;
 #ifdef _OPENMP
@@ -227,7 +231,7 @@ void csm_fit_all(csm_world *w, const double *x)
 #pragma omp parallel
     {
         int32_t lo, hi;
-        csm_cluster_share(C, &lo, &hi);
+        cluster_share(C, &lo, &hi);
         for (int32_t c = lo; c < hi; c++) csm_cluster_fit(w, C, x, c);
     }
 }
@@ -333,7 +337,7 @@ void csm_goals_all(csm_world *w, const double *x, double gamma, double *out)
 #pragma omp parallel
     {
         int32_t lo, hi;
-        csm_cluster_share(C, &lo, &hi);
+        cluster_share(C, &lo, &hi);
         for (int32_t c = lo; c < hi; c++) cluster_goals(C, x, c, gamma);
 #pragma omp barrier
         gather_goals(w, x, out, 0.0, NULL);
@@ -348,7 +352,7 @@ static void fit_goals_relax(csm_world *w, const double *x, double gamma, double 
 #pragma omp parallel
     {
         int32_t lo, hi;
-        csm_cluster_share(C, &lo, &hi);
+        cluster_share(C, &lo, &hi);
         for (int32_t c = lo; c < hi; c++) {
             csm_cluster_fit(w, C, x, c);
             cluster_goals(C, x, c, gamma);
@@ -562,7 +566,7 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
 #pragma omp parallel
     {
         int32_t lo, hi;
-        csm_cluster_share(C, &lo, &hi);
+        cluster_share(C, &lo, &hi);
         for (int32_t c = lo; c < hi; c++) {
             csm_cluster_fit(w, C, x, c);
             cluster_corrections(C, x, c, &p, project);

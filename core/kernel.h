@@ -148,11 +148,6 @@ void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, dou
    part[b], and csm_block_total adds the blocks in order. */
 #define CSM_SUM_BLOCKS 64
 
-/* Inside a parallel region, the clusters [*lo, *hi) the calling thread works on: runs of about
-   equal cost, a fit per cluster and the work of each membership, not of equal cluster count
-   (a few large clusters would leave a thread idle). Which thread takes a cluster changes no
-   result: each cluster's work is its own. Outside a parallel region, every cluster. */
-void csm_cluster_share(const csm_clusters *C, int32_t *lo, int32_t *hi);
 static inline int32_t csm_block_start(int32_t count, int b) { return (int32_t)((int64_t)count * b / CSM_SUM_BLOCKS); }
 static inline double csm_block_total(const double part[CSM_SUM_BLOCKS])
 {
