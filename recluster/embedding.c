@@ -22,9 +22,6 @@ void csm_embedding_free(csm_embedding *E)
     free(E->q);
     free(E->acc);
     free(E->lin);
-    free(E->lg_off);
-    free(E->lg_slot);
-    free(E->lg_share);
     free(E->lg_mshare);
     free(E->lg_cluster);
     free(E->lg_macc);
@@ -281,51 +278,45 @@ static void cholesky_solve3(const double *U, int32_t n, double *r)
     }
 }
 
-/* For the global step: 1 / W_i into acc[4b + 3] (0 for a particle of no weight), each
-   particle's clusters in C_e with their shares W_ic / W_i (lg_off, lg_slot, lg_share; by
-   membership in lg_mshare), each cluster's sum_i W_ic p_ic and W_c (lg_cluster), and the
-   factored Schur complement into lin[nc^2]; -1 when out of memory or not positive definite. */
+/* For the global step: 1 / W_i into acc[4b + 3] (0 for a particle of no weight), the shares
+   W_ic / W_i and the particles' places in acc by membership of C_e (lg_mshare, lg_macc), each
+   cluster's sum_i W_ic p_ic and W_c (lg_cluster), and the factored Schur complement into
+   lin[nc^2]; -1 when out of memory or not positive definite. */
 static int lg_factor(csm_embedding *E, const csm_clusters *C)
 {
     int32_t nc = E->nc;
     if (csm_grow((void **)&E->lin, &E->cap_lin, (int64_t)nc * nc + 4 * (int64_t)nc, sizeof *E->lin) ||
-        csm_grow((void **)&E->lg_off, &E->cap_lg_off, (int64_t)E->np + 1, sizeof *E->lg_off))
+        csm_grow((void **)&E->lg_cluster, &E->cap_lg_cluster, 4 * (int64_t)nc, sizeof *E->lg_cluster))
         return -1;
     double *S = E->lin;
     memset(S, 0, (size_t)nc * (size_t)nc * sizeof *S);
     memset(E->acc, 0, 4 * (size_t)E->np * sizeof *E->acc);
-    for (int32_t a = 0; a < nc; a++) {
+    for (int32_t a = 0; a < nc; a++) { /* W_i, W_c and sum_i W_ic p_ic */
         int32_t c = E->cluster[a];
+        double *Pa = &E->lg_cluster[4 * a];
+        Pa[0] = Pa[1] = Pa[2] = Pa[3] = 0;
         for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
             E->acc[4 * E->local[C->member[j]] + 3] += C->wmass[j];
-            S[(int64_t)a * nc + a] += C->wmass[j];
+            for (int k = 0; k < 3; k++) Pa[k] += C->wmass[j] * C->p[3 * j + k];
+            Pa[3] += C->wmass[j];
         }
+        /* the diagonal W_c, and eps W_c; a cluster of no weight is held at its fitted centre */
+        S[(int64_t)a * nc + a] = Pa[3] + (Pa[3] > 0 ? lg_eps * Pa[3] : 1);
     }
-    for (int32_t a = 0; a < nc; a++) {
-        double *Saa = &S[(int64_t)a * nc + a];
-        *Saa += *Saa > 0 ? lg_eps * *Saa : 1; /* a cluster of no weight: held at its fitted centre */
-    }
-    int32_t count = 0;
-    for (int32_t b = 0; b < E->np; b++) {
+    for (int32_t b = 0; b < E->np; b++) { /* - sum_i W_ic W_ic' / W_i over each particle's pairs */
         int32_t i = E->particle[b];
         double Wi = E->acc[4 * b + 3];
-        E->lg_off[b] = count;
         if (!(Wi > 0)) continue; /* no weight in C_e: it stays */
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
             int32_t j = C->pmember[s], a = E->slot[C->mcluster[j]];
             if (a < 0) continue;
-            if (csm_grow((void **)&E->lg_slot, &E->cap_lg_slot, (int64_t)count + 1, sizeof *E->lg_slot) ||
-                csm_grow((void **)&E->lg_share, &E->cap_lg_share, (int64_t)count + 1, sizeof *E->lg_share))
-                return -1;
-            E->lg_slot[count] = a;
-            E->lg_share[count++] = C->wmass[j] / Wi;
+            double f = C->wmass[j] / Wi;
+            for (int32_t t = C->poff[i]; t < C->poff[i + 1]; t++) {
+                int32_t jj = C->pmember[t], aa = E->slot[C->mcluster[jj]];
+                if (aa >= a) S[(int64_t)a * nc + aa] -= f * C->wmass[jj]; /* the upper triangle */
+            }
         }
-        for (int32_t s = E->lg_off[b]; s < count; s++)
-            for (int32_t t = E->lg_off[b]; t < count; t++)
-                if (E->lg_slot[t] >= E->lg_slot[s]) /* the upper triangle */
-                    S[(int64_t)E->lg_slot[s] * nc + E->lg_slot[t]] -= E->lg_share[s] * Wi * E->lg_share[t];
     }
-    E->lg_off[E->np] = count;
     /* the held centre: its column goes to the right-hand side (kept in lin after the 3 nc of r),
        its row becomes e_c = e~_c */
     int32_t pin = 0;
@@ -338,17 +329,7 @@ static int lg_factor(csm_embedding *E, const csm_clusters *C)
         column[a] = a == pin ? 0 : *Sap;
         *Sap = a == pin ? 1 : 0;
     }
-    if (csm_grow((void **)&E->lg_cluster, &E->cap_lg_cluster, 4 * (int64_t)nc, sizeof *E->lg_cluster)) return -1;
-    for (int32_t a = 0; a < nc; a++) { /* sum_i W_ic p_ic and W_c */
-        int32_t c = E->cluster[a];
-        double *Pa = &E->lg_cluster[4 * a];
-        Pa[0] = Pa[1] = Pa[2] = Pa[3] = 0;
-        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
-            for (int k = 0; k < 3; k++) Pa[k] += C->wmass[j] * C->p[3 * j + k];
-            Pa[3] += C->wmass[j];
-        }
-    }
-    int64_t m = 0; /* the shares again, by membership of C_e in cluster order */
+    int64_t m = 0; /* the shares, by membership of C_e in cluster order */
     for (int32_t a = 0; a < nc; a++) m += C->offset[E->cluster[a] + 1] - C->offset[E->cluster[a]];
     if (csm_grow((void **)&E->lg_mshare, &E->cap_lg_mshare, m, sizeof *E->lg_mshare) ||
         csm_grow((void **)&E->lg_macc, &E->cap_lg_macc, m, sizeof *E->lg_macc))
@@ -399,13 +380,17 @@ static void lg_step(csm_embedding *E, const csm_clusters *C, double *change, dou
     for (int32_t a = 0; a < nc; a++)
         for (int k = 0; k < 3; k++) r[3 * a + k] = a == E->lg_pin ? held[k] : r[3 * a + k] - column[a] * held[k];
     cholesky_solve3(E->lin, nc, r);
+    /* e_i = D_i / W_i + sum_c (W_ic / W_i) e_c, into acc */
+    for (int32_t b = 0; b < E->np; b++)
+        for (int k = 0; k < 3; k++) E->acc[4 * b + k] *= E->acc[4 * b + 3];
+    for (int32_t a = 0, t = 0; a < nc; a++)
+        for (int32_t j = C->offset[E->cluster[a]]; j < C->offset[E->cluster[a] + 1]; j++, t++)
+            for (int k = 0; k < 3; k++) E->acc[E->lg_macc[t] + k] += E->lg_mshare[t] * r[3 * a + k];
     *change = *size = 0;
     for (int32_t b = 0; b < E->np; b++) {
-        if (E->lg_off[b] == E->lg_off[b + 1]) continue;
-        const double *acc = &E->acc[4 * b];
-        double v[3] = {acc[0] * acc[3], acc[1] * acc[3], acc[2] * acc[3]}, *ei = &E->e[3 * E->particle[b]];
-        for (int32_t s = E->lg_off[b]; s < E->lg_off[b + 1]; s++)
-            for (int k = 0; k < 3; k++) v[k] += E->lg_share[s] * r[3 * E->lg_slot[s] + k];
+        const double *v = &E->acc[4 * b];
+        if (!(v[3] > 0)) continue; /* no weight in C_e: it stays */
+        double *ei = &E->e[3 * E->particle[b]];
         for (int k = 0; k < 3; k++) {
             *change += (v[k] - ei[k]) * (v[k] - ei[k]);
             *size += v[k] * v[k];

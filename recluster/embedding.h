@@ -30,16 +30,13 @@ typedef struct csm_embedding {
     double *lin;          /* linear embedding: the (np + nc)^2 matrix and 3 right-hand sides; local/global:
                              the nc^2 factor, 3 right-hand sides and the held centre's column */
     int32_t lg_pin;       /* local/global: the cluster whose centre is held */
-    int32_t *lg_off;      /* [np+1] local/global: each particle's clusters in C_e ... */
-    int32_t *lg_slot;     /* ... as indices into `cluster` ... */
-    double *lg_share;     /* ... and its shares W_ic / W_i of them */
-    double *lg_mshare;    /* the same shares by membership of C_e, clusters in order */
+    double *lg_mshare;    /* local/global, by membership of C_e (clusters in order): the shares W_ic / W_i */
     double *lg_cluster;   /* [4nc] sum_i W_ic p_ic and W_c */
     int32_t *lg_macc;     /* by membership of C_e: 4 x its particle's index in `particle` */
     int32_t cap_n, cap_k;
     int64_t cap_np, cap_nc;
     int64_t cap_acc, cap_centre, cap_T, cap_q, cap_lin; /* in doubles */
-    int64_t cap_lg_off, cap_lg_slot, cap_lg_share, cap_lg_mshare, cap_lg_cluster, cap_lg_macc;
+    int64_t cap_lg_mshare, cap_lg_cluster, cap_lg_macc;
 } csm_embedding;
 
 void csm_embedding_free(csm_embedding *E);
