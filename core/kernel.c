@@ -155,38 +155,74 @@ static int is_identity(const double *A)
            A[6] == 0.0 && A[7] == 0.0;
 }
 
-void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
+/* A cluster's fit up to its rotation: the centre, the moments, and the two matrices a rotation
+   plugin may decompose. */
+typedef struct fit_part {
+    double com[3], Axr[9], Fe[9], Apq[9];
+    int elastic; /* no plastic flow yet: F^e = F, A_pq = A_xr, T = R */
+} fit_part;
+
+static void fit_begin(csm_clusters *C, const double *x, int32_t c, fit_part *f)
 {
-    double com[3], Axr[9];
-    csm_cluster_moments(C, x, c, com, Axr);
-    double *F = &C->F[9 * c], *R = &C->R[9 * c], *T = &C->T[9 * c];
+    csm_cluster_moments(C, x, c, f->com, f->Axr);
+    double *F = &C->F[9 * c];
     const double *Fp = &C->Fp[9 * c];
-    csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
-    csm_polar_ctx polar = {w->svd, &C->q[4 * c]};
-    int elastic = is_identity(Fp); /* no plastic flow yet: F^e = F, A_pq = A_xr, T = R */
-    double Fe[9], Apq[9];
-    if (elastic) {
-        memcpy(Fe, F, sizeof Fe);
-        memcpy(Apq, Axr, sizeof Apq);
+    csm_m3_mul(f->Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
+    f->elastic = is_identity(Fp);
+    if (f->elastic) {
+        memcpy(f->Fe, F, sizeof f->Fe);
+        memcpy(f->Apq, f->Axr, sizeof f->Apq);
     } else {
         double Fp_inv[9];
         if (csm_m3_inverse(Fp, Fp_inv) == 0.0) csm_m3_identity(Fp_inv);
-        csm_m3_mul(F, Fp_inv, Fe);   /* Falkenstein Eq 9 / 15 */
-        csm_m3_mul_bt(Axr, Fp, Apq); /* A_pq of the plastic rest shape q = F^p p */
+        csm_m3_mul(F, Fp_inv, f->Fe);     /* Falkenstein Eq 9 / 15 */
+        csm_m3_mul_bt(f->Axr, Fp, f->Apq); /* A_pq of the plastic rest shape q = F^p p */
     }
-    w->rotation->extract(&polar, Apq, Fe, R);
-    if (w->mode == CSM_MODE_LINEAR && C->rank[c] == 3 && csm_m3_det(Fe) > 0) {
-        csm_mode_linear(w->beta, Fe, R, Fp, T);
-    } else if (elastic) {
+}
+
+/* The rest of the fit once C->R holds the cluster's rotation: the goal transform T and the centre. */
+static void fit_end(const csm_world *w, csm_clusters *C, const double *x, int32_t c, const fit_part *f)
+{
+    const double *R = &C->R[9 * c], *Fp = &C->Fp[9 * c];
+    double *T = &C->T[9 * c];
+    if (w->mode == CSM_MODE_LINEAR && C->rank[c] == 3 && csm_m3_det(f->Fe) > 0) {
+        csm_mode_linear(w->beta, f->Fe, R, Fp, T);
+    } else if (f->elastic) {
         memcpy(T, R, 9 * sizeof *T);
     } else {
         csm_m3_mul(R, Fp, T); /* Falkenstein Eq 16: g = R F^p p + xbar */
     }
-    if (w->volume == CSM_VOLUME_SPLIT && w->mode == CSM_MODE_RIGID) similarity(C, c, Axr, Fp, T);
-    if (C->Q) csm_mode_quadratic(w->beta, C, x, com, c);
-    C->com[3 * c] = com[0];
-    C->com[3 * c + 1] = com[1];
-    C->com[3 * c + 2] = com[2];
+    if (w->volume == CSM_VOLUME_SPLIT && w->mode == CSM_MODE_RIGID) similarity(C, c, f->Axr, Fp, T);
+    if (C->Q) csm_mode_quadratic(w->beta, C, x, f->com, c);
+    memcpy(&C->com[3 * c], f->com, sizeof f->com);
+}
+
+void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
+{
+    fit_part f;
+    fit_begin(C, x, c, &f);
+    csm_polar_ctx polar = {w->svd, &C->q[4 * c]};
+    w->rotation->extract(&polar, f.Apq, f.Fe, &C->R[9 * c]);
+    fit_end(w, C, x, c, &f);
+}
+
+/* csm_cluster_fit of clusters [c, c + n), n <= CSM_LANES, their polar decompositions side by
+   side in vector lanes when the rotation plugin says which matrix it decomposes (the same bits). */
+static void fit_lanes(const csm_world *w, csm_clusters *C, const double *x, int32_t c, int n)
+{
+    int of = w->rotation->version >= 2 ? w->rotation->polar_of : 0;
+    if (of != CSM_POLAR_OF_APQ && of != CSM_POLAR_OF_FE) {
+        for (int l = 0; l < n; l++) csm_cluster_fit(w, C, x, c + l);
+        return;
+    }
+    fit_part f[CSM_LANES];
+    double A[CSM_LANES][9];
+    for (int l = 0; l < n; l++) {
+        fit_begin(C, x, c + l, &f[l]);
+        memcpy(A[l], of == CSM_POLAR_OF_APQ ? f[l].Apq : f[l].Fe, sizeof A[l]);
+    }
+    csm_polar3_warm_lanes(w->svd, n, (const double(*)[9])A, (double(*)[4]) & C->q[4 * c], (double(*)[9]) & C->R[9 * c]);
+    for (int l = 0; l < n; l++) fit_end(w, C, x, c + l, &f[l]);
 }
 
 /* A cluster's fit (moments aside) costs about this many memberships' work: the polar
@@ -232,7 +268,7 @@ void csm_fit_all(csm_world *w, const double *x)
     {
         int32_t lo, hi;
         cluster_share(C, &lo, &hi);
-        for (int32_t c = lo; c < hi; c++) csm_cluster_fit(w, C, x, c);
+        for (int32_t c = lo; c < hi; c += CSM_LANES) fit_lanes(w, C, x, c, hi - c < CSM_LANES ? hi - c : CSM_LANES);
     }
 }
 
@@ -353,9 +389,10 @@ static void fit_goals_relax(csm_world *w, const double *x, double gamma, double 
     {
         int32_t lo, hi;
         cluster_share(C, &lo, &hi);
-        for (int32_t c = lo; c < hi; c++) {
-            csm_cluster_fit(w, C, x, c);
-            cluster_goals(C, x, c, gamma);
+        for (int32_t b = lo; b < hi; b += CSM_LANES) {
+            int n = hi - b < CSM_LANES ? hi - b : CSM_LANES;
+            fit_lanes(w, C, x, b, n);
+            for (int32_t c = b; c < b + n; c++) cluster_goals(C, x, c, gamma);
         }
 #pragma omp barrier
         gather_goals(w, x, out, relax, relax_x);
@@ -567,9 +604,10 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
     {
         int32_t lo, hi;
         cluster_share(C, &lo, &hi);
-        for (int32_t c = lo; c < hi; c++) {
-            csm_cluster_fit(w, C, x, c);
-            cluster_corrections(C, x, c, &p, project);
+        for (int32_t b = lo; b < hi; b += CSM_LANES) {
+            int n = hi - b < CSM_LANES ? hi - b : CSM_LANES;
+            fit_lanes(w, C, x, b, n);
+            for (int32_t c = b; c < b + n; c++) cluster_corrections(C, x, c, &p, project);
         }
 #pragma omp barrier
         gather_goals(w, x, out, p.relax, p.relax_x);

@@ -164,7 +164,7 @@ typedef enum csm_kind {
 
 /* The newest revision of each kind's struct this host reads. */
 #define CSM_INTEGRATOR_VERSION 3
-#define CSM_ROTATION_VERSION 1
+#define CSM_ROTATION_VERSION 2
 #define CSM_CLUSTERING_VERSION 1
 #define CSM_PLASTICITY_VERSION 2
 #define CSM_RECLUSTERER_VERSION 1
@@ -206,7 +206,13 @@ typedef struct csm_rotation {
        positions (a Procrustes rotation: A_pq R^T symmetric), so the angular projection of
        unclamped spring goals is a no-op the kernel may skip; 0: project. */
     int torque_free;
+    /* Version 2. When extract is exactly csm_polar3_warm(polar->svd, M, polar->q, R) of M = Apq
+       (CSM_POLAR_OF_APQ) or M = Fe (CSM_POLAR_OF_FE), the kernel takes several clusters' at once
+       on vector lanes (csm_polar3_warm_lanes), with the same result; 0: extract per cluster. */
+    int polar_of;
 } csm_rotation;
+
+enum { CSM_POLAR_OF_APQ = 1, CSM_POLAR_OF_FE = 2 };
 
 /* Builds initial clusters over particles [first, first + count) of one object. */
 typedef struct csm_clustering {

@@ -1,6 +1,9 @@
 #include "svd3.h"
 
 #include "csm_math.h"
+#include "simd.h"
+
+#include <string.h>
 
 #include <lapacke.h>
 
@@ -169,7 +172,8 @@ void csm_polar3(csm_svd3_fn svd, const double A[9], double R[9], double s[3])
     csm_m3_mul_bt(U, V, R);
 }
 
-void csm_quat_to_rotation(const double q[4], double R[9])
+/* csm_quat_to_rotation, inlined where it runs on lanes */
+static inline __attribute__((always_inline)) void quat_to_rotation(const double q[4], double R[9])
 {
     double w = q[0], x = q[1], y = q[2], z = q[3];
     double xx = x * x, yy = y * y, zz = z * z, xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y,
@@ -184,6 +188,8 @@ void csm_quat_to_rotation(const double q[4], double R[9])
     R[7] = 2 * (yz + wx);
     R[8] = 1 - 2 * (xx + yy);
 }
+
+void csm_quat_to_rotation(const double q[4], double R[9]) { quat_to_rotation(q, R); }
 
 void csm_quat_from_rotation(const double R[9], double q[4])
 {
@@ -218,49 +224,94 @@ void csm_quat_from_rotation(const double R[9], double q[4])
     for (int k = 0; k < 4; k++) q[k] /= n;
 }
 
+/* Newton's method for the polar rotation (csm_polar3_newton) on n <= CSM_LANES matrices at
+   once, one per vector lane; each lane stops where its own iteration stops, so a lane's result
+   does not depend on the others. ok[l] is the steps lane l took, or -1 where it failed (q[l] is
+   then unspecified); R[l] is written where it converged. Compiled for each instruction set
+   (simd.h): the step has no branch, and each lane rounds as scalar code does. */
+CSM_CLONES static void newton_lanes(int n, const double (*A)[9], double (*q)[4], double (*R)[9], int *ok)
+{
+    double a[9][CSM_LANES], qw[CSM_LANES], qx[CSM_LANES], qy[CSM_LANES], qz[CSM_LANES], tol[CSM_LANES];
+    double state[CSM_LANES], steps[CSM_LANES]; /* doubles, as wide as the lanes they select in */
+    for (int l = 0; l < CSM_LANES; l++) { /* lanes past n: failed from the start, never read */
+        for (int k = 0; k < 9; k++) a[k][l] = 0.0;
+        qw[l] = 1.0, qx[l] = qy[l] = qz[l] = tol[l] = 0.0;
+        state[l] = -1.0, steps[l] = 0.0;
+    }
+    for (int l = 0; l < n; l++) {
+        double scale = 0;
+        for (int k = 0; k < 9; k++) {
+            a[k][l] = A[l][k];
+            scale += fabs(A[l][k]);
+        }
+        qw[l] = q[l][0], qx[l] = q[l][1], qy[l] = q[l][2], qz[l] = q[l][3];
+        tol[l] = 1e-10 * scale;
+        state[l] = scale > 0 && isfinite(scale) ? 0.0 : -1.0; /* 0 running, 1 converged, -1 failed */
+    }
+    for (int step = 1; step <= 16; step++) {
+#pragma omp simd
+        for (int l = 0; l < CSM_LANES; l++) {
+            double w = qw[l], x = qx[l], y = qy[l], z = qz[l];
+            /* R(q) (csm_quat_to_rotation) */
+            double xx = x * x, yy = y * y, zz = z * z, xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y,
+                   wz = w * z;
+            double r0 = 1 - 2 * (yy + zz), r1 = 2 * (xy - wz), r2 = 2 * (xz + wy);
+            double r3 = 2 * (xy + wz), r4 = 1 - 2 * (xx + zz), r5 = 2 * (yz - wx);
+            double r6 = 2 * (xz - wy), r7 = 2 * (yz + wx), r8 = 1 - 2 * (xx + yy);
+            /* M = R^T A */
+            double a0 = a[0][l], a1 = a[1][l], a2 = a[2][l], a3 = a[3][l], a4 = a[4][l], a5 = a[5][l];
+            double a6 = a[6][l], a7 = a[7][l], a8 = a[8][l];
+            double m0 = r0 * a0 + r3 * a3 + r6 * a6, m1 = r0 * a1 + r3 * a4 + r6 * a7, m2 = r0 * a2 + r3 * a5 + r6 * a8;
+            double m3 = r1 * a0 + r4 * a3 + r7 * a6, m4 = r1 * a1 + r4 * a4 + r7 * a7, m5 = r1 * a2 + r4 * a5 + r7 * a8;
+            double m6 = r2 * a0 + r5 * a3 + r8 * a6, m7 = r2 * a1 + r5 * a4 + r8 * a7, m8 = r2 * a2 + r5 * a5 + r8 * a8;
+            /* f(omega) = tr((R exp[omega]x)^T A) = f + g.omega - omega^T H omega / 2 + O(omega^3) with
+               g = axial(M - M^T) and H = tr(S) I - S, S = (M + M^T) / 2. */
+            double g0 = m7 - m5, g1 = m2 - m6, g2 = m3 - m1;
+            double h00 = m4 + m8, h11 = m0 + m8, h22 = m0 + m4;
+            double h01 = -0.5 * (m1 + m3), h02 = -0.5 * (m2 + m6), h12 = -0.5 * (m5 + m7);
+            /* adjugate of H; H is positive definite at a strict maximum over SO(3) */
+            double c00 = h11 * h22 - h12 * h12, c01 = h02 * h12 - h01 * h22, c02 = h01 * h12 - h02 * h11;
+            double c11 = h00 * h22 - h02 * h02, c12 = h01 * h02 - h00 * h12, c22 = h00 * h11 - h01 * h01;
+            double det = h00 * c00 + h01 * c01 + h02 * c02, t = tol[l];
+            double inv = 1.0 / det;
+            double w0 = (c00 * g0 + c01 * g1 + c02 * g2) * inv;
+            double w1 = (c01 * g0 + c11 * g1 + c12 * g2) * inv;
+            double w2 = (c02 * g0 + c12 * g1 + c22 * g2) * inv;
+            /* q <- q (1, omega / 2), normalised: R exp[omega]x up to O(|omega|^3) */
+            double ha = 0.5 * w0, hb = 0.5 * w1, hc = 0.5 * w2;
+            double n0 = w - x * ha - y * hb - z * hc;
+            double n1 = x + w * ha + y * hc - z * hb;
+            double n2 = y + w * hb - x * hc + z * ha;
+            double n3 = z + w * hc + x * hb - y * ha;
+            double norm = 1.0 / sqrt(n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3);
+            double turn = w0 * w0 + w1 * w1 + w2 * w2;
+            /* failed: H not positive definite, or a turn of more than about 2 rad (far from the
+               basin); converged: a turn below 1e-9 rad */
+            int bad = !(h00 > t) | !(c22 > t * t) | !(det > t * t * t) | !(turn < 4.0), go = state[l] == 0.0;
+            double next = bad ? -1.0 : turn < 1e-18 ? 1.0 : 0.0;
+            qw[l] = go ? n0 * norm : w;
+            qx[l] = go ? n1 * norm : x;
+            qy[l] = go ? n2 * norm : y;
+            qz[l] = go ? n3 * norm : z;
+            steps[l] = go ? (double)step : steps[l];
+            state[l] = go ? next : state[l];
+        }
+        int running = 0;
+        for (int l = 0; l < n; l++) running |= state[l] == 0.0;
+        if (!running) break;
+    }
+    for (int l = 0; l < n; l++) {
+        ok[l] = state[l] == 1.0 ? (int)steps[l] : -1;
+        q[l][0] = qw[l], q[l][1] = qx[l], q[l][2] = qy[l], q[l][3] = qz[l];
+        if (ok[l] > 0) quat_to_rotation(q[l], R[l]);
+    }
+}
+
 int csm_polar3_newton(const double A[9], double q[4], double R[9])
 {
-    double scale = 0;
-    for (int k = 0; k < 9; k++) scale += fabs(A[k]);
-    if (!(scale > 0) || !isfinite(scale)) return -1;
-    for (int step = 1; step <= 16; step++) {
-        csm_quat_to_rotation(q, R);
-        double M[9];
-        csm_m3_mul_at(R, A, M); /* M = R^T A */
-        /* f(omega) = tr((R exp[omega]x)^T A) = f + g.omega - omega^T H omega / 2 + O(omega^3) with
-           g = axial(M - M^T) and H = tr(S) I - S, S = (M + M^T) / 2. */
-        double g0 = M[7] - M[5], g1 = M[2] - M[6], g2 = M[3] - M[1];
-        double h00 = M[4] + M[8], h11 = M[0] + M[8], h22 = M[0] + M[4];
-        double h01 = -0.5 * (M[1] + M[3]), h02 = -0.5 * (M[2] + M[6]), h12 = -0.5 * (M[5] + M[7]);
-        /* adjugate of H; H is positive definite at a strict maximum over SO(3) */
-        double c00 = h11 * h22 - h12 * h12, c01 = h02 * h12 - h01 * h22, c02 = h01 * h12 - h02 * h11;
-        double c11 = h00 * h22 - h02 * h02, c12 = h01 * h02 - h00 * h12, c22 = h00 * h11 - h01 * h01;
-        double det = h00 * c00 + h01 * c01 + h02 * c02;
-        double tol = 1e-10 * scale;
-        if (!(h00 > tol && c22 > tol * tol && det > tol * tol * tol)) return -1;
-        double inv = 1.0 / det;
-        double w0 = (c00 * g0 + c01 * g1 + c02 * g2) * inv;
-        double w1 = (c01 * g0 + c11 * g1 + c12 * g2) * inv;
-        double w2 = (c02 * g0 + c12 * g1 + c22 * g2) * inv;
-        /* q <- q (1, omega / 2), normalised: R exp[omega]x up to O(|omega|^3) */
-        double a = 0.5 * w0, b = 0.5 * w1, c = 0.5 * w2;
-        double n0 = q[0] - q[1] * a - q[2] * b - q[3] * c;
-        double n1 = q[1] + q[0] * a + q[2] * c - q[3] * b;
-        double n2 = q[2] + q[0] * b - q[1] * c + q[3] * a;
-        double n3 = q[3] + q[0] * c + q[1] * b - q[2] * a;
-        double norm = 1.0 / sqrt(n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3);
-        q[0] = n0 * norm;
-        q[1] = n1 * norm;
-        q[2] = n2 * norm;
-        q[3] = n3 * norm;
-        double w2sum = w0 * w0 + w1 * w1 + w2 * w2;
-        if (!(w2sum < 4.0)) return -1; /* a turn of more than about 2 rad: far from the basin */
-        if (w2sum < 1e-18) {
-            csm_quat_to_rotation(q, R);
-            return step;
-        }
-    }
-    return -1;
+    int steps;
+    newton_lanes(1, (const double(*)[9])A, (double(*)[4])q, (double(*)[9])R, &steps);
+    return steps;
 }
 
 void csm_polar3_warm(csm_svd3_fn svd, const double A[9], double q[4], double R[9])
@@ -274,6 +325,31 @@ void csm_polar3_warm(csm_svd3_fn svd, const double A[9], double q[4], double R[9
     double s[3];
     csm_polar3(svd, A, R, s);
     csm_quat_from_rotation(R, q);
+}
+
+void csm_polar3_warm_lanes(csm_svd3_fn svd, int n, const double (*A)[9], double (*q)[4], double (*R)[9])
+{
+    int ok[CSM_LANES] = {0};
+    if (svd == csm_svd3_fast) {
+        double start[CSM_LANES][4];
+        int warm[CSM_LANES];
+        memcpy(start, q, (size_t)n * sizeof *start);
+        for (int l = 0; l < n; l++) {
+            double n2 = q[l][0] * q[l][0] + q[l][1] * q[l][1] + q[l][2] * q[l][2] + q[l][3] * q[l][3];
+            warm[l] = fabs(n2 - 1.0) < 1e-6;
+        }
+        newton_lanes(n, A, q, R, ok);
+        for (int l = 0; l < n; l++) {
+            ok[l] = ok[l] > 0 && warm[l];
+            if (!ok[l]) memcpy(q[l], start[l], sizeof start[l]);
+        }
+    }
+    for (int l = 0; l < n; l++) { /* csm_polar3_warm's way when Newton does not serve */
+        if (ok[l]) continue;
+        double s[3];
+        csm_polar3(svd, A[l], R[l], s);
+        csm_quat_from_rotation(R[l], q[l]);
+    }
 }
 
 int csm_pinv_sym3(const double A[9], double rel_tol, double out[9])

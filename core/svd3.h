@@ -35,6 +35,10 @@ int csm_polar3_newton(const double A[9], double q[4], double R[9]);
    backend is always used cold, as the reference. */
 void csm_polar3_warm(csm_svd3_fn svd, const double A[9], double q[4], double R[9]);
 
+/* csm_polar3_warm of n <= CSM_LANES (simd.h) matrices A[l], their quaternions q[l] and rotations
+   R[l], the Newton steps of all of them side by side in vector lanes: the same bits as n calls. */
+void csm_polar3_warm_lanes(csm_svd3_fn svd, int n, const double (*A)[9], double (*q)[4], double (*R)[9]);
+
 /* Unit quaternion (w, x, y, z) of a rotation matrix and back (Hamilton convention). */
 void csm_quat_from_rotation(const double R[9], double q[4]);
 void csm_quat_to_rotation(const double q[4], double R[9]);

@@ -26,20 +26,22 @@ static void polar_f_extract(const csm_polar_ctx *polar, const double Apq[9], con
 }
 
 const csm_rotation csm_rotation_polar_apq = {
-    .version = 1,
+    .version = 2,
     .name = "polar_apq",
     .summary = "Müller 2005: R = polar(A_pq), the minimiser of the springs' energy: conservative, torque-free "
                "(not the rotation of F when A_qq is anisotropic, Falkenstein Sec 3.1)",
     .params = no_params,
     .extract = polar_apq_extract,
     .torque_free = 1,
+    .polar_of = CSM_POLAR_OF_APQ,
 };
 
 const csm_rotation csm_rotation_polar_f = {
-    .version = 1,
+    .version = 2,
     .name = "polar_f",
     .summary = "Falkenstein 2017: R = polar(F^e), F^e = A_xr A_rr^-1 (F^p)^-1 (Eq 5, 15); its goals are not "
                "torque-free and do work on anisotropic clusters",
     .params = no_params,
     .extract = polar_f_extract,
+    .polar_of = CSM_POLAR_OF_FE,
 };

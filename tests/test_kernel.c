@@ -409,10 +409,80 @@ static void test_lanes_match_reference(void **state)
     }
 }
 
+/* The fits of csm_fit_all, whose rotations are taken CSM_LANES clusters at a time in vector
+   lanes, are the bits of csm_cluster_fit one cluster at a time: 21 clusters (two whole lane
+   blocks and a part), elastic and plastic, deformed and inverted, for both rotation plugins. */
+static void test_fit_lanes_same_bits(void **state)
+{
+    (void)state;
+    const char *rotations[] = {"polar_f", "polar_apq"};
+    for (int rr = 0; rr < 2; rr++) {
+        csm_world w;
+        make_world(&w, 500, rotations[rr], csm_svd3_fast, 11);
+        csm_clusters_free(&w.C);
+        memset(&w.C, 0, sizeof w.C);
+        csm_cluster_builder b;
+        csm_builder_init(&b);
+        csm_rng r;
+        csm_rng_seed(&r, 5, 1);
+        for (int c = 0; c < 21; c++) { /* spheres of random centre and radius */
+            double o[3] = {2 * csm_rng_uniform(&r) - 1, 2 * csm_rng_uniform(&r) - 1, 2 * csm_rng_uniform(&r) - 1};
+            double rad = 0.3 + 0.5 * csm_rng_uniform(&r);
+            csm_builder_begin(&b);
+            for (int32_t i = 0; i < w.P.n; i++) {
+                const double *p = &w.P.rest[3 * i];
+                double d[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]};
+                if (csm_v3_dot(d, d) <= rad * rad) csm_builder_add(&b, i, 0);
+            }
+            csm_builder_end(&b);
+        }
+        csm_builder_equal_weights(&b, 0, w.P.n);
+        assert_true(csm_clusters_from_builder(&w.C, &b, &w.P) >= 0); /* > 0: some are degenerate */
+        csm_builder_free(&b);
+        int32_t k = w.C.k;
+        assert_int_equal(k, 21);
+        for (int32_t c = 0; c < k; c += 3) { /* plastic flow in every third cluster */
+            double *Fp = &w.C.Fp[9 * c];
+            for (int a = 0; a < 9; a++) Fp[a] = (a % 4 == 0 ? 1.0 : 0.0) + 0.1 * (2 * csm_rng_uniform(&r) - 1);
+        }
+        for (int32_t i = 0; i < w.P.n; i++) { /* a shear, noise, and the particles with x > 0.6 mirrored */
+            double *x = &w.P.x[3 * i];
+            x[0] += 0.4 * x[1];
+            for (int d = 0; d < 3; d++) x[d] += 0.05 * (2 * csm_rng_uniform(&r) - 1);
+            if (x[0] > 0.6) x[0] = 1.2 - x[0];
+        }
+        for (int pass = 0; pass < 3; pass++) { /* from no rotation, then warm */
+            size_t n9 = sizeof(double) * 9 * (size_t)k, n4 = sizeof(double) * 4 * (size_t)k;
+            double *q = malloc(n4), *R = malloc(n9), *T = malloc(n9), *F = malloc(n9);
+            memcpy(q, w.C.q, n4);
+            csm_fit_all(&w, w.P.x);
+            memcpy(R, w.C.R, n9);
+            memcpy(T, w.C.T, n9);
+            memcpy(F, w.C.F, n9);
+            double *q_after = malloc(n4);
+            memcpy(q_after, w.C.q, n4);
+            memcpy(w.C.q, q, n4);
+            for (int32_t c = 0; c < k; c++) csm_cluster_fit(&w, &w.C, w.P.x, c);
+            assert_memory_equal(w.C.q, q_after, n4);
+            assert_memory_equal(w.C.R, R, n9);
+            assert_memory_equal(w.C.T, T, n9);
+            assert_memory_equal(w.C.F, F, n9);
+            for (int32_t i = 0; i < w.P.n; i++) w.P.x[3 * i + 1] += 0.02 * w.P.x[3 * i]; /* move on a little */
+            free(q);
+            free(R);
+            free(T);
+            free(F);
+            free(q_after);
+        }
+        free_world(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rigid_motion_goals_equal_positions),
+        cmocka_unit_test(test_fit_lanes_same_bits),
         cmocka_unit_test(test_internal_forces_sum_to_zero),
         cmocka_unit_test(test_weights_partition_mass),
         cmocka_unit_test(test_strain_limit_clamp),

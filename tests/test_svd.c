@@ -166,6 +166,57 @@ static void test_polar_warm_start(void **state)
     assert_true(tried > 2000);
 }
 
+/* n polar decompositions side by side in vector lanes give each one's bits of csm_polar3_warm,
+   whatever the other lanes hold: nearby, random and missing starts, planar, inverted, zero and
+   non-finite matrices, for every n from 1 to CSM_LANES. */
+static void test_polar_lanes_same_bits(void **state)
+{
+    (void)state;
+    csm_rng r;
+    csm_rng_seed(&r, 23, 9);
+    int converged = 0;
+    for (int t = 0; t < 400; t++) {
+        int n = 1 + t % 8;
+        double A[8][9], q[8][4], R[8][9], q1[8][4], R1[8][9];
+        for (int l = 0; l < n; l++) {
+            double s[3] = {0.2 + 2 * csm_rng_uniform(&r), 0, 0}, Rl[9], sl[3];
+            s[1] = s[0] * csm_rng_uniform(&r);
+            s[2] = (2 * csm_rng_uniform(&r) - 1) * s[1];
+            int kind = (int)(8 * csm_rng_uniform(&r));
+            if (kind == 0) s[2] = 0; /* planar */
+            random_matrix(&r, s, A[l]);
+            if (kind == 1) memset(A[l], 0, sizeof A[l]);
+            if (kind == 2) A[l][4] = NAN;
+            csm_polar3(csm_svd3_lapacke, A[l], Rl, sl);
+            if (kind == 3 || kind == 1 || kind == 2) {
+                memset(q[l], 0, sizeof q[l]); /* no last rotation */
+            } else if (kind == 4) {
+                double Rr[9];
+                random_rotation(&r, Rr);
+                csm_quat_from_rotation(Rr, q[l]);
+            } else { /* the answer, turned a little */
+                double a = 0.1 * csm_rng_uniform(&r), qt[4] = {cos(a / 2), sin(a / 2), 0, 0}, turn[9], start[9];
+                csm_quat_to_rotation(qt, turn);
+                csm_m3_mul(Rl, turn, start);
+                csm_quat_from_rotation(start, q[l]);
+            }
+        }
+        memcpy(q1, q, sizeof q);
+        memset(R, 0, sizeof R);
+        memset(R1, 0, sizeof R1);
+        csm_polar3_warm_lanes(csm_svd3_fast, n, (const double(*)[9])A, q, R);
+        for (int l = 0; l < n; l++) {
+            double qn[4];
+            memcpy(qn, q1[l], sizeof qn);
+            converged += csm_polar3_newton(A[l], qn, R1[l]) > 0;
+            csm_polar3_warm(csm_svd3_fast, A[l], q1[l], R1[l]);
+            assert_memory_equal(q[l], q1[l], sizeof q[l]);
+            assert_memory_equal(R[l], R1[l], sizeof R[l]);
+        }
+    }
+    assert_true(converged > 400); /* most lanes take Newton's way, not the SVD's */
+}
+
 static void test_pinv(void **state)
 {
     (void)state;
@@ -194,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_polar_warm_start),
         cmocka_unit_test(test_inverted),
         cmocka_unit_test(test_polar_of_rotation_times_stretch),
+        cmocka_unit_test(test_polar_lanes_same_bits),
         cmocka_unit_test(test_pinv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
