@@ -3,6 +3,7 @@
 #include "csm_math.h"
 #include "grow.h"
 #include "kernel.h"
+#include "simd.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -121,23 +122,26 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
     return 0;
 }
 
-/* Fit cluster c of the set at the embedded positions: e_c the weighted centre, R_c the rotation
-   of the polar decomposition of A_xr (F^p)^T (the minimiser of Eq 21 over R_c, Müller 2005's
-   Procrustes argument), T_c = R_c F^p_c. */
-static void fit(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int32_t a)
+/* Fit clusters [a, a + n) of the set (n <= CSM_LANES) at the embedded positions: e_c the weighted
+   centre, R_c the rotation of the polar decomposition of A_xr (F^p)^T (the minimiser of Eq 21
+   over R_c, Müller 2005's Procrustes argument), taken for the n side by side in vector lanes,
+   and T_c = R_c F^p_c. */
+static void fit_lanes(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int32_t a, int n)
 {
-    int32_t c = E->cluster[a];
-    double Axr[9], Apq[9], R[9];
-    const double *Fp = &C->Fp[9 * c];
-    csm_cluster_moments(C, E->e, c, &E->centre[3 * a], Axr);
-    csm_m3_mul_bt(Axr, Fp, Apq);
-    csm_polar3_warm(svd, Apq, &E->q[4 * a], R);
-    csm_m3_mul(R, Fp, &E->T[9 * a]);
+    double Apq[CSM_LANES][9], R[CSM_LANES][9];
+    for (int l = 0; l < n; l++) {
+        int32_t c = E->cluster[a + l];
+        double Axr[9];
+        csm_cluster_moments(C, E->e, c, &E->centre[3 * (a + l)], Axr);
+        csm_m3_mul_bt(Axr, &C->Fp[9 * c], Apq[l]);
+    }
+    csm_polar3_warm_lanes(svd, n, (const double(*)[9])Apq, (double(*)[4]) & E->q[4 * a], R);
+    for (int l = 0; l < n; l++) csm_m3_mul(R[l], &C->Fp[9 * E->cluster[a + l]], &E->T[9 * (a + l)]);
 }
 
 static void fit_all(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd)
 {
-    for (int32_t a = 0; a < E->nc; a++) fit(E, C, svd, a);
+    for (int32_t a = 0; a < E->nc; a += CSM_LANES) fit_lanes(E, C, svd, a, E->nc - a < CSM_LANES ? E->nc - a : CSM_LANES);
 }
 
 /* The goal of membership j of the set's cluster a: T_c p_ic + e_c. */
