@@ -123,7 +123,7 @@ int csm_embedding_set(csm_embedding *E, const csm_clusters *C, const double *x, 
 }
 
 /* Fit clusters [a, a + n) of the set (n <= CSM_LANES) at the embedded positions: e_c the weighted
-   centre, R_c the rotation of the polar decomposition of A_xr (F^p)^T (the minimiser of Eq 21
+   centre, R_c the rotation of the polar decomposition of A_xr (F^p)^T (the minimiser of Falkenstein Eq 21
    over R_c, Müller 2005's Procrustes argument), taken for the n side by side in vector lanes,
    and T_c = R_c F^p_c. */
 static void fit_lanes(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int32_t a, int n)
