@@ -316,15 +316,7 @@ int csm_polar3_newton(const double A[9], double q[4], double R[9])
 
 void csm_polar3_warm(csm_svd3_fn svd, const double A[9], double q[4], double R[9])
 {
-    double n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
-    if (svd == csm_svd3_fast && fabs(n2 - 1.0) < 1e-6) {
-        double start[4] = {q[0], q[1], q[2], q[3]};
-        if (csm_polar3_newton(A, q, R) > 0) return;
-        memcpy(q, start, sizeof start);
-    }
-    double s[3];
-    csm_polar3(svd, A, R, s);
-    csm_quat_from_rotation(R, q);
+    csm_polar3_warm_lanes(svd, 1, (const double(*)[9])A, (double(*)[4])q, (double(*)[9])R);
 }
 
 void csm_polar3_warm_lanes(csm_svd3_fn svd, int n, const double (*A)[9], double (*q)[4], double (*R)[9])
@@ -344,7 +336,7 @@ void csm_polar3_warm_lanes(csm_svd3_fn svd, int n, const double (*A)[9], double 
             if (!ok[l]) memcpy(q[l], start[l], sizeof start[l]);
         }
     }
-    for (int l = 0; l < n; l++) { /* csm_polar3_warm's way when Newton does not serve */
+    for (int l = 0; l < n; l++) { /* through the SVD where Newton does not serve */
         if (ok[l]) continue;
         double s[3];
         csm_polar3(svd, A[l], R[l], s);

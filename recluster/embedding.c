@@ -141,7 +141,8 @@ static void fit_lanes(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, 
 
 static void fit_all(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd)
 {
-    for (int32_t a = 0; a < E->nc; a += CSM_LANES) fit_lanes(E, C, svd, a, E->nc - a < CSM_LANES ? E->nc - a : CSM_LANES);
+    for (int32_t a = 0; a < E->nc; a += CSM_LANES)
+        fit_lanes(E, C, svd, a, E->nc - a < CSM_LANES ? E->nc - a : CSM_LANES);
 }
 
 /* The goal of membership j of the set's cluster a: T_c p_ic + e_c. */
