@@ -19,68 +19,79 @@ static const double lane_keep[CSM_LANES + 1][CSM_LANES] = {
     {0, 0, 0, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 1, 1, 1},
     {0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 0}};
 
-/* ONE(j, l, keep) for every member j of [lo, hi), adding its share of a cluster's sums into lane l
-   (simd.h) with its weight multiplied by keep, 1 or 0 (0 adds nothing). Whole blocks lo,
-   lo + CSM_LANES, ... go lane by lane as one vector; the rest, fewer than CSM_LANES members, is
-   taken as the block that ends at hi with the lanes already counted kept out; a cluster smaller
-   than a block takes one lane per member. Each lane adds its members in a fixed order, so the sums
-   are the same bits on every instruction set; what ONE writes for a member it writes the same
-   when the tail block visits it again. */
-#define MEMBER_LANES(lo, hi, ONE)                                                                                      \
+/* The lane order of a cluster's member sums: member j of a cluster smaller than CSM_LANES adds
+   into lane j - lo; otherwise whole blocks lo, lo + CSM_LANES, ... go lane by lane, and the rest
+   is taken as the block that ends at hi, with the lanes already counted weighted 0. The lanes are
+   then summed in the tree of csm_lanes_sum, so the sums are the same bits on every instruction
+   set (test_kernel holds them to this order written in scalar code).
+
+   BLOCK(m, pp, wm, keep, o) for each block, on vectors (simd.h): m the 8 members' particles, pp
+   their rest positions p (24 doubles), wm their w m, keep a vector of 1 and 0, o the block's
+   first member's place after lo. A cluster smaller than a block is copied into a padded block
+   whose extra lanes repeat its last member with w m = 0: they add +0 to lanes that hold +0. A
+   member that the last block visits again must be written the same. BLOCK appears once, so the
+   compiler keeps the sums in registers. */
+#define MEMBER_LANES(member, p, wmass, lo, hi, BLOCK)                                                                 \
     do {                                                                                                               \
-        int32_t lo_ = (lo), hi_ = (hi), b_ = lo_;                                                                      \
-        if (hi_ - lo_ < CSM_LANES) {                                                                                   \
-            for (int32_t j_ = lo_; j_ < hi_; j_++) ONE(j_, j_ - lo_, 1.0);                                             \
-            break;                                                                                                     \
+        int32_t n_ = (hi) - (lo), all_ = n_;                                                                           \
+        const int32_t *m_ = &(member)[lo];                                                                             \
+        const double *p_ = &(p)[3 * (lo)], *w_ = &(wmass)[lo];                                                         \
+        int32_t mb_[CSM_LANES];                                                                                        \
+        double pb_[3 * CSM_LANES], wb_[CSM_LANES];                                                                     \
+        if (n_ < CSM_LANES) {                                                                                          \
+            if (n_ == 0) break;                                                                                        \
+            for (int l_ = 0; l_ < CSM_LANES; l_++) {                                                                   \
+                int j_ = l_ < n_ ? l_ : n_ - 1;                                                                        \
+                mb_[l_] = m_[j_];                                                                                      \
+                memcpy(&pb_[3 * l_], &p_[3 * j_], 3 * sizeof(double));                                                 \
+                wb_[l_] = l_ < n_ ? w_[j_] : 0.0;                                                                      \
+            }                                                                                                          \
+            m_ = mb_, p_ = pb_, w_ = wb_, all_ = CSM_LANES;                                                            \
         }                                                                                                              \
-        for (; b_ + CSM_LANES <= hi_; b_ += CSM_LANES) {                                                               \
-            _Pragma("omp simd") for (int l_ = 0; l_ < CSM_LANES; l_++) ONE(b_ + l_, l_, 1.0);                          \
-        }                                                                                                              \
-        if (b_ < hi_) {                                                                                                \
-            int32_t e_ = hi_ - CSM_LANES;                                                                              \
-            const double *keep_ = lane_keep[b_ - e_];                                                                  \
-            _Pragma("omp simd") for (int l_ = 0; l_ < CSM_LANES; l_++) ONE(e_ + l_, l_, keep_[l_]);                    \
+        for (int32_t o_ = 0; o_ < all_; o_ += CSM_LANES) {                                                             \
+            int32_t s_ = o_ + CSM_LANES <= all_ ? o_ : all_ - CSM_LANES;                                               \
+            BLOCK(m_ + s_, p_ + 3 * s_, w_ + s_, csm_v8d_load(lane_keep[o_ - s_]), s_);                                \
         }                                                                                                              \
     } while (0)
 
-/* Member j's share of csm_cluster_moments' sums, in lane l: sum w m x (3), sum w m p (3) and
+/* A block of 8 members' shares of csm_cluster_moments' sums: sum w m x (3), sum w m p (3) and
    sum w m (x - r) p^T (9). */
-static inline __attribute__((always_inline)) void moment_one(const int32_t *restrict member, const double *restrict x,
-                                                              const double *restrict p, const double *restrict wmass,
-                                                              int32_t j, int l, double keep, const double r[3],
-                                                              double acc[15][CSM_LANES])
+static inline __attribute__((always_inline)) void moment_block(const double *restrict x, const int32_t *m,
+                                                                const double *pp, const double *wmass, csm_v8d keep,
+                                                                const double r[3], csm_v8d acc[15])
 {
-    int32_t i = 3 * member[j];
-    double wm = wmass[j] * keep, x0 = x[i], x1 = x[i + 1], x2 = x[i + 2];
-    double d0 = wm * (x0 - r[0]), d1 = wm * (x1 - r[1]), d2 = wm * (x2 - r[2]);
-    double p0 = p[3 * j], p1 = p[3 * j + 1], p2 = p[3 * j + 2];
-    acc[0][l] += wm * x0;
-    acc[1][l] += wm * x1;
-    acc[2][l] += wm * x2;
-    acc[3][l] += wm * p0;
-    acc[4][l] += wm * p1;
-    acc[5][l] += wm * p2;
-    acc[6][l] += d0 * p0;
-    acc[7][l] += d0 * p1;
-    acc[8][l] += d0 * p2;
-    acc[9][l] += d1 * p0;
-    acc[10][l] += d1 * p1;
-    acc[11][l] += d1 * p2;
-    acc[12][l] += d2 * p0;
-    acc[13][l] += d2 * p1;
-    acc[14][l] += d2 * p2;
+    const double *q[CSM_LANES];
+    csm_v8d pv[3], wm = csm_v8d_load(wmass) * keep;
+    csm_v8d_load3(pp, pv);
+    csm_v8d_rows(x, m, q);
+    csm_v8d x0 = csm_v8d_at(q, 0), x1 = csm_v8d_at(q, 1), x2 = csm_v8d_at(q, 2);
+    csm_v8d d0 = wm * (x0 - r[0]), d1 = wm * (x1 - r[1]), d2 = wm * (x2 - r[2]);
+    acc[0] += wm * x0;
+    acc[1] += wm * x1;
+    acc[2] += wm * x2;
+    acc[3] += wm * pv[0];
+    acc[4] += wm * pv[1];
+    acc[5] += wm * pv[2];
+    acc[6] += d0 * pv[0];
+    acc[7] += d0 * pv[1];
+    acc[8] += d0 * pv[2];
+    acc[9] += d1 * pv[0];
+    acc[10] += d1 * pv[1];
+    acc[11] += d1 * pv[2];
+    acc[12] += d2 * pv[0];
+    acc[13] += d2 * pv[1];
+    acc[14] += d2 * pv[2];
 }
 
 /* The sums of csm_cluster_moments over members [lo, hi), in lanes (MEMBER_LANES). */
 CSM_CLONES static void moments_sums(const int32_t *member, const double *x, const double *p, const double *wmass,
                                     int32_t lo, int32_t hi, const double r[3], double out[15])
 {
-    double acc[15][CSM_LANES];
-    memset(acc, 0, sizeof acc);
-#define MOMENT(j, l, keep) moment_one(member, x, p, wmass, j, l, keep, r, acc)
-    MEMBER_LANES(lo, hi, MOMENT);
+    csm_v8d z = csm_v8d_set1(0.0), acc[16] = {z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z};
+#define MOMENT(m, pp, wm, keep, o) moment_block(x, m, pp, wm, keep, r, acc)
+    MEMBER_LANES(member, p, wmass, lo, hi, MOMENT);
 #undef MOMENT
-    for (int q = 0; q < 15; q++) out[q] = csm_lanes_sum(acc[q]);
+    csm_v8d_sums(acc, 15, out);
 }
 
 void csm_cluster_moments(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9])
@@ -446,74 +457,103 @@ void csm_conserve_frames(csm_world *w, const double *x, double *frame)
     }
 }
 
-/* Pass one of cluster_corrections for one membership j, in lane l of the sums: its correction
-   c_ic = g_ic - x_i into out (the strain clamp of Bargteil-Jones Algorithm 2 line 10 moves g_ic
-   to g + f (x - g), so c = (f - 1)(x - g)), and its share of what the projection removes:
+/* Pass one of cluster_corrections for a block of 8 memberships whose goals are g, w m their
+   weights times keep (0 adds nothing to the sums; where live is given, its false lanes add -0,
+   which changes no sum at all): their corrections c_ic = g_ic - x_i into out
+   (nl of them; the strain clamp of Bargteil-Jones Algorithm 2 line 10 moves g_ic to
+   g + f (x - g), so c = (f - 1)(x - g)), and their share of what the projection removes:
    s = sum w m c and, for the angular projection, t = sum w m r x c and sr = sum w m r,
-   r = x_ref - xbar_ref. The weight is multiplied by keep (1 or 0; 0 adds nothing to the sums).
-   Inlined with constant `clamp`, `angular` and `quad`, so each setting gets its own loop. */
-static inline __attribute__((always_inline)) void correction_one(
-    const csm_clusters *C, const double *restrict x, int32_t j, int l, double keep, const double *restrict x_ref,
-    const double *restrict fr, const double tc[12], double limit, double limit2, const int clamp, const int angular,
-    const int quad, double acc[9][CSM_LANES])
+   r = x_ref - xbar_ref. Inlined with constant `clamp` and `angular`, so each setting gets its own
+   loop. */
+static inline __attribute__((always_inline)) void correction_block(
+    const double *restrict x, const int32_t *m, const csm_v8d g[3], csm_v8d wm, const csm_v8l *live, double *out,
+    int nl, const double *restrict x_ref, const double *restrict fr, double limit, double limit2, const int clamp,
+    const int angular, csm_v8d acc[9])
 {
-    const double *restrict p = C->p;
-    double *restrict out = C->wgoal;
-    int32_t i = 3 * C->member[j];
-    double g0, g1, g2;
-    if (quad) {
-        double g[3];
-        csm_membership_goal(C, j, g);
-        g0 = g[0], g1 = g[1], g2 = g[2];
-    } else {
-        double p0 = p[3 * j], p1 = p[3 * j + 1], p2 = p[3 * j + 2];
-        g0 = tc[0] * p0 + tc[1] * p1 + tc[2] * p2 + tc[9];
-        g1 = tc[3] * p0 + tc[4] * p1 + tc[5] * p2 + tc[10];
-        g2 = tc[6] * p0 + tc[7] * p1 + tc[8] * p2 + tc[11];
-    }
-    double d0 = x[i] - g0, d1 = x[i + 1] - g1, d2 = x[i + 2] - g2, k = -1.0;
+    const double *q[CSM_LANES];
+    csm_v8d_rows(x, m, q);
+    csm_v8d d0 = csm_v8d_at(q, 0) - g[0], d1 = csm_v8d_at(q, 1) - g[1], d2 = csm_v8d_at(q, 2) - g[2];
+    csm_v8d k = csm_v8d_set1(-1.0);
     if (clamp) {
-        /* both sides computed, one selected (limit / 0 lands only on the side not taken) */
-        double len2 = d0 * d0 + d1 * d1 + d2 * d2, pulled = limit / sqrt(len2) - 1.0;
-        k = len2 <= limit2 ? 0.0 : pulled;
+        /* both sides computed where a lane needs the pull, one selected (limit / 0 lands only on
+           the side not taken); the square root and the division only for a block that has one */
+        csm_v8d len2 = d0 * d0 + d1 * d1 + d2 * d2;
+        csm_v8l within = len2 <= limit2;
+        k = csm_v8d_set1(0.0);
+        if (!csm_v8l_all(within)) k = csm_v8d_select(within, k, limit / csm_v8d_sqrt(len2) - 1.0);
     }
-    double c0 = k * d0, c1 = k * d1, c2 = k * d2, wm = C->wmass[j] * keep;
-    out[3 * j] = c0;
-    out[3 * j + 1] = c1;
-    out[3 * j + 2] = c2;
-    acc[0][l] += wm * c0;
-    acc[1][l] += wm * c1;
-    acc[2][l] += wm * c2;
+    csm_v8d c[3] = {k * d0, k * d1, k * d2};
+    if (nl == CSM_LANES) {
+        csm_v8d_store3(out, c);
+    } else {
+        double o[3 * CSM_LANES];
+        csm_v8d_store3(o, c);
+        memcpy(out, o, 3 * sizeof(double) * (size_t)nl);
+    }
+    csm_v8d n0 = csm_v8d_set1(-0.0);
+#define ADD(a, term) acc[a] += live ? csm_v8d_select(*live, (term), n0) : (term)
+    ADD(0, wm * c[0]);
+    ADD(1, wm * c[1]);
+    ADD(2, wm * c[2]);
     if (angular) {
-        double r0 = x_ref[i] - fr[0], r1 = x_ref[i + 1] - fr[1], r2 = x_ref[i + 2] - fr[2];
-        acc[3][l] += wm * (r1 * c2 - r2 * c1);
-        acc[4][l] += wm * (r2 * c0 - r0 * c2);
-        acc[5][l] += wm * (r0 * c1 - r1 * c0);
-        acc[6][l] += wm * r0;
-        acc[7][l] += wm * r1;
-        acc[8][l] += wm * r2;
+        csm_v8d_rows(x_ref, m, q);
+        csm_v8d r0 = csm_v8d_at(q, 0) - fr[0], r1 = csm_v8d_at(q, 1) - fr[1], r2 = csm_v8d_at(q, 2) - fr[2];
+        ADD(3, wm * (r1 * c[2] - r2 * c[1]));
+        ADD(4, wm * (r2 * c[0] - r0 * c[2]));
+        ADD(5, wm * (r0 * c[1] - r1 * c[0]));
+        ADD(6, wm * r0);
+        ADD(7, wm * r1);
+        ADD(8, wm * r2);
     }
+#undef ADD
 }
 
-/* Pass one of cluster_corrections over cluster c's members [lo, hi), in lanes (MEMBER_LANES). */
+/* Pass one of cluster_corrections over cluster c's members, in lanes: the linear goals
+   T p + xbar in the blocks of MEMBER_LANES; the quadratic ones (csm_membership_goal) member
+   j - lo in lane (j - lo) mod 8, the last block padded with weight 0. */
 static inline __attribute__((always_inline)) void corrections_sum(const csm_clusters *C, const double *x, int32_t c,
                                                                   const double *x_ref, const double *fr, double limit,
                                                                   const int clamp, const int angular, double sums[9])
 {
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
     const double *T = &C->T[9 * c], *com = &C->com[3 * c];
-    double tc[12] = {T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7], T[8], com[0], com[1], com[2]};
-    double acc[9][CSM_LANES], limit2 = limit * limit;
-    memset(acc, 0, sizeof acc);
+    double limit2 = limit * limit;
+    csm_v8d z = csm_v8d_set1(0.0), acc[16] = {z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z};
     if (C->Q) {
-        for (int32_t j = lo; j < hi; j++)
-            correction_one(C, x, j, (j - lo) % CSM_LANES, 1.0, x_ref, fr, tc, limit, limit2, clamp, angular, 1, acc);
+        for (int32_t b = lo; b < hi; b += CSM_LANES) {
+            int nl = hi - b < CSM_LANES ? (int)(hi - b) : CSM_LANES;
+            int32_t m[CSM_LANES];
+            double gl[3][CSM_LANES], wl[CSM_LANES];
+            for (int l = 0; l < CSM_LANES; l++) {
+                int32_t j = b + (l < nl ? l : nl - 1);
+                double gj[3];
+                csm_membership_goal(C, j, gj);
+                for (int a = 0; a < 3; a++) gl[a][l] = gj[a];
+                m[l] = C->member[j];
+                wl[l] = C->wmass[j];
+            }
+            csm_v8d g[3] = {csm_v8d_load(gl[0]), csm_v8d_load(gl[1]), csm_v8d_load(gl[2])};
+            csm_v8l live = (csm_v8l){0, 1, 2, 3, 4, 5, 6, 7} < (int64_t)nl;
+            correction_block(x, m, g, csm_v8d_load(wl), &live, &C->wgoal[3 * b], nl, x_ref, fr, limit, limit2, clamp,
+                             angular, acc);
+        }
     } else {
-#define CORRECTION(j, l, keep) correction_one(C, x, j, l, keep, x_ref, fr, tc, limit, limit2, clamp, angular, 0, acc)
-        MEMBER_LANES(lo, hi, CORRECTION);
+        double *out = &C->wgoal[3 * lo];
+        int nl = hi - lo < CSM_LANES ? (int)(hi - lo) : CSM_LANES;
+#define CORRECTION(m, pp, wm, keep, o)                                                                                 \
+    do {                                                                                                               \
+        csm_v8d rp_[3];                                                                                                \
+        csm_v8d_load3(pp, rp_);                                                                                        \
+        csm_v8d gc_[3] = {T[0] * rp_[0] + T[1] * rp_[1] + T[2] * rp_[2] + com[0],                                      \
+                          T[3] * rp_[0] + T[4] * rp_[1] + T[5] * rp_[2] + com[1],                                      \
+                          T[6] * rp_[0] + T[7] * rp_[1] + T[8] * rp_[2] + com[2]};                                     \
+        correction_block(x, m, gc_, csm_v8d_load(wm) * (keep), NULL, out + 3 * (o), nl, x_ref, fr, limit, limit2,      \
+                         clamp, angular, acc);                                                                         \
+    } while (0)
+        MEMBER_LANES(C->member, C->p, C->wmass, lo, hi, CORRECTION);
 #undef CORRECTION
     }
-    for (int q = 0; q < 9; q++) sums[q] = csm_lanes_sum(acc[q]);
+    csm_v8d_sums(acc, 9, sums);
 }
 
 /* Cluster c's share of every member's out_i (csm_goal_pass): pass one writes the corrections and
@@ -666,39 +706,42 @@ double csm_spring_stiffness(const csm_world *w, int32_t c, const double Fp[9], d
     return w->spring_capped ? fmin(k, 1.0 / (h * h)) : k;
 }
 
-/* Member j's share of csm_cluster_fixed_fit's sums, in lane l: sum w m |x - xbar|^2,
+/* A block of 8 members' shares of csm_cluster_fixed_fit's sums: sum w m |x - xbar|^2,
    sum w m (x - xbar) . v and sum w m v p^T (9). */
-static inline __attribute__((always_inline)) void fixed_one(const csm_clusters *C, const double *restrict x,
-                                                             const double *restrict v, int32_t j, int l, double keep,
-                                                             const double com[3], double acc[11][CSM_LANES])
+static inline __attribute__((always_inline)) void fixed_block(const double *restrict x, const double *restrict v,
+                                                               const int32_t *m, const double *pp, const double *wmass,
+                                                               csm_v8d keep, const double com[3], csm_v8d acc[11])
 {
-    int32_t i = 3 * C->member[j];
-    const double *p = &C->p[3 * j];
-    double wm = C->wmass[j] * keep, d0 = x[i] - com[0], d1 = x[i + 1] - com[1], d2 = x[i + 2] - com[2];
-    double v0 = v[i], v1 = v[i + 1], v2 = v[i + 2], wv0 = wm * v0, wv1 = wm * v1, wv2 = wm * v2;
-    acc[0][l] += wm * (d0 * d0 + d1 * d1 + d2 * d2);
-    acc[1][l] += wm * (d0 * v0 + d1 * v1 + d2 * v2);
-    acc[2][l] += wv0 * p[0];
-    acc[3][l] += wv0 * p[1];
-    acc[4][l] += wv0 * p[2];
-    acc[5][l] += wv1 * p[0];
-    acc[6][l] += wv1 * p[1];
-    acc[7][l] += wv1 * p[2];
-    acc[8][l] += wv2 * p[0];
-    acc[9][l] += wv2 * p[1];
-    acc[10][l] += wv2 * p[2];
+    const double *qx[CSM_LANES], *qv[CSM_LANES];
+    csm_v8d pv[3], wm = csm_v8d_load(wmass) * keep;
+    csm_v8d_load3(pp, pv);
+    csm_v8d_rows(x, m, qx);
+    csm_v8d_rows(v, m, qv);
+    csm_v8d d0 = csm_v8d_at(qx, 0) - com[0], d1 = csm_v8d_at(qx, 1) - com[1], d2 = csm_v8d_at(qx, 2) - com[2];
+    csm_v8d v0 = csm_v8d_at(qv, 0), v1 = csm_v8d_at(qv, 1), v2 = csm_v8d_at(qv, 2);
+    csm_v8d wv0 = wm * v0, wv1 = wm * v1, wv2 = wm * v2;
+    acc[0] += wm * (d0 * d0 + d1 * d1 + d2 * d2);
+    acc[1] += wm * (d0 * v0 + d1 * v1 + d2 * v2);
+    acc[2] += wv0 * pv[0];
+    acc[3] += wv0 * pv[1];
+    acc[4] += wv0 * pv[2];
+    acc[5] += wv1 * pv[0];
+    acc[6] += wv1 * pv[1];
+    acc[7] += wv1 * pv[2];
+    acc[8] += wv2 * pv[0];
+    acc[9] += wv2 * pv[1];
+    acc[10] += wv2 * pv[2];
 }
 
 /* The member sums of csm_cluster_fixed_fit, in lanes (MEMBER_LANES). */
 CSM_CLONES static void fixed_sums(const csm_clusters *C, const double *x, const double *v, int32_t c,
                                   const double com[3], double out[11])
 {
-    double acc[11][CSM_LANES];
-    memset(acc, 0, sizeof acc);
-#define FIXED(j, l, keep) fixed_one(C, x, v, j, l, keep, com, acc)
-    MEMBER_LANES(C->offset[c], C->offset[c + 1], FIXED);
+    csm_v8d z = csm_v8d_set1(0.0), acc[16] = {z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z};
+#define FIXED(m, pp, wm, keep, o) fixed_block(x, v, m, pp, wm, keep, com, acc)
+    MEMBER_LANES(C->member, C->p, C->wmass, C->offset[c], C->offset[c + 1], FIXED);
 #undef FIXED
-    for (int q = 0; q < 11; q++) out[q] = csm_lanes_sum(acc[q]);
+    csm_v8d_sums(acc, 11, out);
 }
 
 void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double *v, int32_t c, csm_fixed_fit *f)

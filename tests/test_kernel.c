@@ -310,10 +310,12 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
         for (int32_t j = lo; j < hi; j++) {
             const double *x = &w->P.x[3 * C->member[j]], *p = &C->p[3 * j];
             long double d[3], len = 0, *cc = &corr[3 * (j - lo)];
+            double gq[3];
+            if (C->Q) csm_membership_goal(C, j, gq); /* + Q (q2(p) - qmean), in double */
             for (int a = 0; a < 3; a++) {
                 long double g = fc[a];
                 for (int b = 0; b < 3; b++) g += (long double)T[3 * a + b] * p[b];
-                d[a] = x[a] - g;
+                d[a] = x[a] - (C->Q ? (long double)gq[a] : g);
                 len += d[a] * d[a];
             }
             len = sqrtl(len);
@@ -368,13 +370,19 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
 
 /* The moments and goal passes run in lanes and vector loops (simd.h); they must agree with the
    scalar definitions on clusters of every size from 1 to 500 members, planar and inverted ones
-   included, with and without the strain clamp, the conserving projections and gains. */
+   included, with and without the strain clamp, the conserving projections and gains, and in the
+   quadratic mode (whose corrections take their own lanes). */
 static void test_lanes_match_reference(void **state)
 {
     (void)state;
-    for (int inverted = 0; inverted < 2; inverted++) {
+    for (int variant = 0; variant < 3; variant++) {
+        int inverted = variant == 1;
         csm_world w;
         make_sizes_world(&w, inverted);
+        if (variant == 2) {
+            w.mode = CSM_MODE_QUADRATIC;
+            w.beta = 0.6;
+        }
         int32_t n = w.P.n, k = w.C.k;
         double *out = malloc(sizeof(double) * 3 * (size_t)n), *frame = malloc(sizeof(double) * 12 * (size_t)k);
         double *gain = malloc(sizeof(double) * (size_t)k);
@@ -402,11 +410,68 @@ static void test_lanes_match_reference(void **state)
         int fitted_inverted = 0;
         for (int32_t c = 0; c < k; c++) fitted_inverted += w.C.rank[c] == 3 && csm_m3_det(&w.C.F[9 * c]) < 0;
         assert_true(inverted ? fitted_inverted > k / 2 : fitted_inverted == 0);
+        assert_true((w.C.Q != NULL) == (variant == 2));
         free(out);
         free(frame);
         free(gain);
         free_world(&w);
     }
+}
+
+/* The lane order the kernel's member sums promise (MEMBER_LANES, kernel.c), in plain scalar code:
+   member j of a cluster smaller than 8 in lane j - lo; otherwise blocks lo, lo + 8, ... lane by
+   lane, and a last block that ends at hi, its lanes already counted weighted 0; the lanes summed
+   in the tree of csm_lanes_sum. Here for the sums of csm_cluster_moments about the first member. */
+static void moments_in_lane_order(const csm_clusters *C, const double *x, int32_t c, double com[3], double Axr[9])
+{
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const double *r = &x[3 * C->member[lo]];
+    double lane[15][8] = {{0}}, s[15];
+    for (int32_t b = lo; b < hi; b += 8) {
+        int32_t start = hi - lo < 8 || b + 8 <= hi ? b : hi - 8;
+        for (int32_t j = start; j < (hi - lo < 8 ? hi : start + 8); j++) {
+            int l = (int)(j - start);
+            double wm = C->wmass[j] * (j < b ? 0.0 : 1.0);
+            const double *xi = &x[3 * C->member[j]], *p = &C->p[3 * j];
+            double d[3] = {wm * (xi[0] - r[0]), wm * (xi[1] - r[1]), wm * (xi[2] - r[2])};
+            for (int a = 0; a < 3; a++) {
+                lane[a][l] += wm * xi[a];
+                lane[3 + a][l] += wm * p[a];
+                for (int e = 0; e < 3; e++) lane[6 + 3 * a + e][l] += d[a] * p[e];
+            }
+        }
+    }
+    for (int q = 0; q < 15; q++) {
+        const double *v = lane[q];
+        s[q] = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    }
+    double M = C->mass[c];
+    for (int a = 0; a < 3; a++) com[a] = s[a] / M;
+    for (int a = 0; a < 3; a++)
+        for (int e = 0; e < 3; e++) Axr[3 * a + e] = s[6 + 3 * a + e] - (com[a] - r[a]) * s[3 + e];
+}
+
+/* The member sums run on vectors as wide as the machine has (simd.h); the bits must be those of
+   the lane order in scalar code, so that every instruction set, and every later rewrite of the
+   vector code, gives the same results. */
+static void test_moments_keep_lane_order_bits(void **state)
+{
+    (void)state;
+    csm_world w;
+    make_sizes_world(&w, 1);
+    const csm_clusters *C = &w.C;
+    int32_t same = 0;
+    for (int32_t c = 0; c < C->k; c++) {
+        double com[3], Axr[9], rcom[3], rAxr[9];
+        if (!(C->mass[c] > 0)) continue;
+        csm_cluster_moments(C, w.P.x, c, com, Axr);
+        moments_in_lane_order(C, w.P.x, c, rcom, rAxr);
+        assert_memory_equal(com, rcom, sizeof com);
+        assert_memory_equal(Axr, rAxr, sizeof Axr);
+        same++;
+    }
+    assert_int_equal(same, 500);
+    free_world(&w);
 }
 
 /* The fits of csm_fit_all, whose rotations are taken CSM_LANES clusters at a time in vector
@@ -488,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_strain_limit_clamp),
         cmocka_unit_test(test_falkenstein_rectangle),
         cmocka_unit_test(test_lanes_match_reference),
+        cmocka_unit_test(test_moments_keep_lane_order_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
