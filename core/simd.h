@@ -40,10 +40,9 @@ typedef double csm_v8d __attribute__((vector_size(CSM_LANES * sizeof(double))));
 typedef int64_t csm_v8l __attribute__((vector_size(CSM_LANES * sizeof(int64_t))));
 
 /* Vectors are passed only to functions that are always inlined, so no vector crosses a call and
-   GCC's note on the vector ABI does not apply, in this header and in the files that include it. */
-#if defined(__GNUC__) && !defined(__clang__)
+   the compilers' note on the vector ABI does not apply (here and in the files that include this
+   header). */
 #pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 static inline __attribute__((always_inline)) csm_v8d csm_v8d_load(const double *a)
 {
