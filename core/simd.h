@@ -39,11 +39,7 @@ static inline double csm_lanes_sum(const double s[CSM_LANES])
 typedef double csm_v8d __attribute__((vector_size(CSM_LANES * sizeof(double))));
 typedef int64_t csm_v8l __attribute__((vector_size(CSM_LANES * sizeof(int64_t))));
 
-/* Vectors are passed only to functions that are always inlined, so no vector crosses a call and
-   the compilers' note on the vector ABI does not apply (here and in the files that include this
-   header). */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
+/* Vectors are passed only to functions that are always inlined (-Wno-psabi, CMakeLists.txt). */
 static inline __attribute__((always_inline)) csm_v8d csm_v8d_load(const double *a)
 {
     csm_v8d v;
