@@ -191,6 +191,40 @@ static double rest_scale(const csm_clusters *C)
     return scale;
 }
 
+/* Every embedded position moved by up to 0.02 m, from the stream g. */
+static void perturb(csm_embedding *E, csm_rng *g)
+{
+    for (int32_t a = 0; a < E->np; a++)
+        for (int d = 0; d < 3; d++) E->e[3 * E->particle[a] + d] += 0.02 * (2 * csm_rng_uniform(g) - 1);
+}
+
+/* A perturbed start with its own stream (seed), the same for the same seed. */
+static void perturb_seeded(csm_embedding *E, uint64_t seed)
+{
+    csm_rng g;
+    csm_rng_seed(&g, seed, 2);
+    perturb(E, &g);
+}
+
+typedef int (*embed_fn)(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
+                        double tolerance, double *energy, int *converged);
+
+/* `steps` single iterations of `solve` from E's positions: none raises Falkenstein Eq 21, and
+   together they bring it below 1e-6 of where they started. */
+static void descends(csm_embedding *E, const csm_clusters *C, embed_fn solve, int steps, double scale,
+                     const char *what)
+{
+    double energy, start = csm_embedding_energy(E, C, csm_svd3_lapacke), last = start;
+    int converged;
+    for (int it = 0; it < steps; it++) {
+        assert_int_equal(solve(E, C, csm_svd3_lapacke, 1, 1e-8, &energy, &converged), 1);
+        if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale))
+            fail_msg("%s %d raised Falkenstein Eq 21 from %g to %g", what, it, last, energy);
+        last = energy;
+    }
+    if (!(last < 1e-6 * start)) fail_msg("%d %ss left Falkenstein Eq 21 at %g of %g", steps, what, last, start);
+}
+
 static void test_embedding_zero_residual(void **state)
 {
     (void)state;
@@ -212,26 +246,10 @@ static void test_embedding_zero_residual(void **state)
     assert_int_equal(converged, 1);
     /* from a perturbed start every Jacobi sweep lowers Falkenstein Eq 21 (block coordinate descent) and the
        sweeps go back to zero */
-    for (int32_t a = 0; a < E.np; a++)
-        for (int d = 0; d < 3; d++) E.e[3 * E.particle[a] + d] += 0.02 * (2 * csm_rng_uniform(&g) - 1);
-    double start = csm_embedding_energy(&E, &w->C, csm_svd3_lapacke), last = start;
-    for (int it = 0; it < 400; it++) {
-        csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 1, 1e-8, &energy, &converged);
-        if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale)) fail_msg("sweep %d raised Falkenstein Eq 21 from %g to %g", it, last, energy);
-        last = energy;
-    }
-    if (!(last < 1e-6 * start)) fail_msg("400 sweeps left Falkenstein Eq 21 at %g of %g", last, start);
+    perturb(&E, &g);
+    descends(&E, &w->C, csm_embed_nonlinear, 400, scale, "sweep");
     csm_embedding_free(&E);
     run_stop(&R);
-}
-
-/* Every embedded position moved by up to 0.02 m, from its own stream. */
-static void perturb(csm_embedding *E, uint64_t seed)
-{
-    csm_rng g;
-    csm_rng_seed(&g, seed, 2);
-    for (int32_t a = 0; a < E->np; a++)
-        for (int d = 0; d < 3; d++) E->e[3 * E->particle[a] + d] += 0.02 * (2 * csm_rng_uniform(&g) - 1);
 }
 
 /* The local/global steps minimise the same Falkenstein Eq 21 as the Jacobi sweeps: on the rotated
@@ -247,21 +265,14 @@ static void test_local_global_same_minimum(void **state)
     rotated_bar(&R, &g);
     csm_world *w = &R.sim.w;
     csm_embedding E = {0};
-    double scale = rest_scale(&w->C), energy, last, start;
+    double scale = rest_scale(&w->C), energy;
     int converged;
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 3), 0);
     assert_true(csm_embed_local_global(&E, &w->C, csm_svd3_lapacke, 20, 1e-8, &energy, &converged) >= 1);
     assert_true(energy < 1e-24 * scale);
     assert_int_equal(converged, 1);
-    perturb(&E, 1);
-    start = last = csm_embedding_energy(&E, &w->C, csm_svd3_lapacke);
-    for (int it = 0; it < 60; it++) {
-        assert_int_equal(csm_embed_local_global(&E, &w->C, csm_svd3_lapacke, 1, 1e-8, &energy, &converged), 1);
-        if (!(energy <= last * (1 + 1e-12) + 1e-24 * scale))
-            fail_msg("local/global step %d raised Falkenstein Eq 21 from %g to %g", it, last, energy);
-        last = energy;
-    }
-    if (!(last < 1e-6 * start)) fail_msg("60 local/global steps left Falkenstein Eq 21 at %g of %g", last, start);
+    perturb_seeded(&E, 1);
+    descends(&E, &w->C, csm_embed_local_global, 60, scale, "local/global step");
 
     for (int32_t c = 0; c < w->C.k; c++) { /* F^p = P_c S_c, S_c a symmetric stretch of its own */
         double S[9], *Fp = &w->C.Fp[9 * c];
@@ -271,10 +282,10 @@ static void test_local_global_same_minimum(void **state)
     }
     double jacobi, local_global;
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 3), 0);
-    perturb(&E, 2);
+    perturb_seeded(&E, 2);
     int sweeps = csm_embed_nonlinear(&E, &w->C, csm_svd3_lapacke, 20000, 1e-20, &jacobi, &converged);
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 3), 0);
-    perturb(&E, 2);
+    perturb_seeded(&E, 2);
     int steps = csm_embed_local_global(&E, &w->C, csm_svd3_lapacke, 20000, 1e-20, &local_global, &converged);
     print_message("stretched F^p: Falkenstein Eq 21 minimum %.12g after %d Jacobi sweeps, %.12g after %d "
                   "local/global steps (of sum w m |p|^2 = %.3g)\n", jacobi, sweeps, local_global, steps, scale);
