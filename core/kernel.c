@@ -510,7 +510,7 @@ static inline __attribute__((always_inline)) void correction_block(
 
 /* Pass one of cluster_corrections over cluster c's members, in lanes: the linear goals
    T p + xbar in the blocks of MEMBER_LANES; the quadratic ones (csm_membership_goal) member
-   j - lo in lane (j - lo) mod 8, the last block padded with weight 0. */
+   j - lo in lane (j - lo) mod 8, the last block's empty lanes adding -0. */
 static inline __attribute__((always_inline)) void corrections_sum(const csm_clusters *C, const double *x, int32_t c,
                                                                   const double *x_ref, const double *fr, double limit,
                                                                   const int clamp, const int angular, double sums[9])
