@@ -150,6 +150,61 @@ static void test_fuzzy_cmeans_one_free_matches_general(void **state)
     }
 }
 
+/* csm_fcm_iterate keeps no memberships between updates (it recomputes the previous centres'
+   rows to compare); it must take exactly the steps of csm_fcm_update repeated until its change is
+   at most the tolerance: the same centres bit for bit, the same count of updates, the same final
+   memberships, on 1 and 2 threads. Cases: every centre free (m = 2 and m = 1.6) with a tolerance
+   that is reached and one that is not (the cap decides), and held and ignored centres with two
+   free. */
+static void test_fuzzy_cmeans_iterate_is_repeated_update(void **state)
+{
+    (void)state;
+    enum { N = 400, K = 9 };
+    csm_rng r;
+    csm_rng_seed(&r, 12, 4);
+    double x[3 * N], mass[N], start[3 * K];
+    for (int i = 0; i < 3 * N; i++) /* K blobs along x, so that the updates settle */
+        x[i] = (i % 3 == 0 ? (double)(i / 3 % K) : 0.0) + 0.3 * csm_rng_uniform(&r);
+    for (int i = 0; i < N; i++) mass[i] = 0.5 + csm_rng_uniform(&r);
+    for (int c = 0; c < K; c++) memcpy(&start[3 * c], &x[3 * (37 * c + 5)], 3 * sizeof(double));
+    memcpy(&x[3 * 7], &start[3 * 2], 3 * sizeof(double)); /* a point on a centre: the general row */
+    unsigned char held[K] = {CSM_FCM_HELD, CSM_FCM_FREE, CSM_FCM_IGNORED, CSM_FCM_HELD, CSM_FCM_FREE,
+                             CSM_FCM_HELD, CSM_FCM_HELD, CSM_FCM_HELD, CSM_FCM_HELD};
+    const struct {
+        const unsigned char *st;
+        double m, tolerance;
+        int cap;
+    } cases[] = {{NULL, 2.0, 1e-12, 400}, {NULL, 2.0, 1e-12, 5}, {NULL, 1.6, 1e-12, 400}, {held, 2.0, 1e-12, 400}};
+    double *u = malloc(sizeof(double) * N * K), *uref = malloc(sizeof(double) * N * K);
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        double want[3 * K];
+        memcpy(want, start, sizeof want);
+        memset(uref, 0, sizeof(double) * N * K);
+        csm_set_threads(1);
+        int want_it = 0;
+        while (want_it < cases[t].cap) {
+            double change = csm_fcm_update(x, mass, N, want, K, cases[t].st, cases[t].m, uref);
+            if (want_it++ > 0 && change <= cases[t].tolerance) break;
+        }
+        double moved[3 * K];
+        memcpy(moved, want, sizeof moved);
+        csm_fcm_update(x, mass, N, moved, K, cases[t].st, cases[t].m, uref); /* the rows of `want` */
+        for (int threads = 1; threads <= 2; threads++) {
+            double got[3 * K];
+            memcpy(got, start, sizeof got);
+            csm_set_threads(threads);
+            int it = csm_fcm_iterate(x, mass, N, got, K, cases[t].st, cases[t].m, cases[t].tolerance, cases[t].cap, u);
+            assert_int_equal(it, want_it);
+            assert_memory_equal(got, want, sizeof got);
+            assert_memory_equal(u, uref, sizeof(double) * N * K);
+        }
+        assert_true(cases[t].cap == 5 ? want_it == 5 : want_it > 3 && want_it < cases[t].cap);
+    }
+    csm_set_threads(0);
+    free(u);
+    free(uref);
+}
+
 /* The update for m = 2 runs in lanes (core/simd.h) with one division per centre; it must match
    the definition u_ic = 1 / sum_j (d_ic / d_ij)^2 and c = sum m u^2 x / sum m u^2 to 1e-12 for
    every centre count from 1 to 40 (whole lanes and not), with held and ignored centres, a point
@@ -257,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_fuzzy_cmeans_hand_computed),
         cmocka_unit_test(test_fuzzy_cmeans_with_held_centres),
         cmocka_unit_test(test_fuzzy_cmeans_one_free_matches_general),
+        cmocka_unit_test(test_fuzzy_cmeans_iterate_is_repeated_update),
         cmocka_unit_test(test_fuzzy_cmeans_lanes_match_definition),
         cmocka_unit_test(test_per_particle_regions),
     };
