@@ -15,8 +15,8 @@
 /* |F* - I|_F of the elastic part F (Fp)^-1, the quantity Falkenstein Eq 11 tests. */
 static double deviation(const double F[9], const double Fp[9])
 {
-    double inv[9], Fe[9], U[9], s[3], V[9];
-    csm_m3_inverse(Fp, inv);
+    double inv[9] = {0}, Fe[9], U[9], s[3], V[9];
+    assert_true(csm_m3_inverse(Fp, inv) != 0.0); /* F^p is never singular */
     csm_m3_mul(F, inv, Fe);
     csm_svd3_lapacke(Fe, U, s, V);
     double d = cbrt(s[0] * s[1] * s[2]), e = 0;
@@ -122,8 +122,8 @@ static void test_zero_yield_adopts_deformation(void **state)
     assert_int_equal(csm_plastic_flow(&perfect, csm_svd3_fast, F, STEP, 1.0, Fp, &alpha), CSM_FLOW_YIELDED);
     assert_close(deviation(F, Fp), 0.0, 1e-12);
     /* F^e = F (F^p)^-1 = cbrt(det F) R */
-    double inv[9], Fe[9], FeFeT[9], d = cbrt(csm_m3_det(F));
-    csm_m3_inverse(Fp, inv);
+    double inv[9] = {0}, Fe[9], FeFeT[9], d = cbrt(csm_m3_det(F));
+    assert_true(csm_m3_inverse(Fp, inv) != 0.0); /* F^p is never singular */
     csm_m3_mul(F, inv, Fe);
     csm_m3_mul_bt(Fe, Fe, FeFeT);
     for (int a = 0; a < 9; a++) assert_close(FeFeT[a], a % 4 == 0 ? d * d : 0.0, 1e-12);
