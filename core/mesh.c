@@ -382,11 +382,15 @@ static int cmp_tri_key(const void *a, const void *b)
 }
 
 /* What the build reads of every triangle, computed once: centroid and area vector
-   A_t = 1/2 (b - a) x (c - a). */
+   A_t = 1/2 (b - a) x (c - a); and the triangles sorted by centroid along each axis, sorted once:
+   a node's triangles are [first, first + count) of each of the three orders, so a split takes the
+   first half of one and partitions the other two stably, with no sort below the root. */
 typedef struct tree_build {
-    tri_key *keys; /* [nt] sort scratch */
-    double *cen;   /* [3 nt] */
-    double *area;  /* [3 nt] */
+    double *cen;       /* [3 nt] */
+    double *area;      /* [3 nt] */
+    int32_t *axis[3];  /* [nt] each: triangles by (centroid along the axis, index) */
+    int32_t *tmp;      /* [nt] partition scratch */
+    unsigned char *in; /* [nt] on the left of the split being made */
 } tree_build;
 
 /* Node statistics for the far field (Barill et al. 2018 Sec 3.2): the area vectors' sum, an
@@ -439,14 +443,16 @@ static int32_t build_node(csm_mesh *m, const tree_build *tb, int32_t first, int3
     int axis = 0;
     for (int d = 1; d < 3; d++)
         if (hi[d] - lo[d] > hi[axis] - lo[axis]) axis = d;
-    tri_key *keys = tb->keys;
-    for (int32_t k = first; k < first + count; k++) {
-        keys[k].key = tb->cen[3 * m->order[k] + axis];
-        keys[k].tri = m->order[k];
-    }
-    qsort(keys + first, (size_t)count, sizeof *keys, cmp_tri_key);
-    for (int32_t k = first; k < first + count; k++) m->order[k] = keys[k].tri;
+    /* the node's triangles by (centroid along the axis, index), the lower half to the left */
+    memcpy(&m->order[first], &tb->axis[axis][first], sizeof *m->order * (size_t)count);
     int32_t half = count / 2;
+    for (int32_t k = first; k < first + count; k++) tb->in[m->order[k]] = k < first + half;
+    for (int d = 0; d < 3; d++) {
+        if (d == axis) continue;
+        int32_t *o = tb->axis[d], nl = 0, nr = half;
+        for (int32_t k = first; k < first + count; k++) tb->tmp[tb->in[o[k]] ? nl++ : nr++] = o[k];
+        memcpy(&o[first], tb->tmp, sizeof *o * (size_t)count);
+    }
     int32_t left = build_node(m, tb, first, half);
     int32_t right = build_node(m, tb, first + half, count - half);
     nd = &m->node[id];
@@ -464,8 +470,13 @@ int csm_mesh_build_tree(csm_mesh *m)
     size_t nt = (size_t)(m->nt > 0 ? m->nt : 1);
     m->node = malloc(sizeof *m->node * 2 * nt);
     m->order = malloc(sizeof *m->order * nt);
-    tree_build tb = {malloc(sizeof *tb.keys * nt), malloc(sizeof *tb.cen * 3 * nt), malloc(sizeof *tb.area * 3 * nt)};
-    int rc = m->node && m->order && tb.keys && tb.cen && tb.area ? 0 : -1;
+    tree_build tb = {malloc(sizeof *tb.cen * 3 * nt), malloc(sizeof *tb.area * 3 * nt), {NULL, NULL, NULL}, NULL, NULL};
+    int32_t *index = malloc(sizeof *index * 4 * nt);
+    tri_key *keys = malloc(sizeof *keys * nt);
+    tb.in = malloc(nt);
+    int rc = m->node && m->order && tb.cen && tb.area && index && keys && tb.in ? 0 : -1;
+    for (int d = 0; d < 3 && !rc; d++) tb.axis[d] = index + (size_t)d * nt;
+    tb.tmp = index ? index + 3 * nt : NULL;
     for (int32_t t = 0; t < m->nt && !rc; t++) {
         const double *a = &m->v[3 * m->tri[3 * t]], *b = &m->v[3 * m->tri[3 * t + 1]], *c = &m->v[3 * m->tri[3 * t + 2]];
         double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
@@ -476,8 +487,15 @@ int csm_mesh_build_tree(csm_mesh *m)
         }
         m->order[t] = t;
     }
+    for (int d = 0; d < 3 && !rc; d++) {
+        for (int32_t t = 0; t < m->nt; t++) keys[t] = (tri_key){tb.cen[3 * t + d], t};
+        qsort(keys, (size_t)m->nt, sizeof *keys, cmp_tri_key);
+        for (int32_t t = 0; t < m->nt; t++) tb.axis[d][t] = keys[t].tri;
+    }
     if (!rc && m->nt > 0) build_node(m, &tb, 0, m->nt);
-    free(tb.keys);
+    free(keys);
+    free(index);
+    free(tb.in);
     free(tb.cen);
     free(tb.area);
     return rc;

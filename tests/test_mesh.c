@@ -106,12 +106,12 @@ static void test_open_and_misoriented_mesh(void **state)
 
 /* A finely triangulated sphere (a cube's faces split into a grid, projected), so the tree has
    many levels; the far-field approximation must classify like the exact sum. */
-static void test_fast_winding_matches_exact(void **state)
+/* The unit sphere as a cube of N x N quads a face pushed out onto it, wound outwards; v and tri
+   are malloc'd. */
+static void sphere_mesh(int N, double **vout, int32_t **tout, int32_t *nvout, int32_t *ntout)
 {
-    (void)state;
-    enum { N = 24 };
-    double *v = malloc(sizeof *v * 3 * 6 * (N + 1) * (N + 1));
-    int32_t *tri = malloc(sizeof *tri * 3 * 6 * 2 * N * N);
+    double *v = malloc(sizeof *v * 3 * 6 * (size_t)((N + 1) * (N + 1)));
+    int32_t *tri = malloc(sizeof *tri * 3 * 6 * 2 * (size_t)(N * N));
     int32_t nv = 0, nt = 0;
     for (int f = 0; f < 6; f++) {
         int axis = f / 2, sign = f % 2 ? 1 : -1, b = (axis + 1) % 3, c = (axis + 2) % 3;
@@ -138,6 +138,15 @@ static void test_fast_winding_matches_exact(void **state)
                 nt += 2;
             }
     }
+    *vout = v, *tout = tri, *nvout = nv, *ntout = nt;
+}
+
+static void test_fast_winding_matches_exact(void **state)
+{
+    (void)state;
+    double *v;
+    int32_t *tri, nv, nt;
+    sphere_mesh(24, &v, &tri, &nv, &nt);
     csm_mesh m;
     mesh_with_tree(&m, v, nv, tri, nt);
     csm_rng rng;
@@ -179,6 +188,74 @@ static void test_fast_winding_matches_exact(void **state)
     csm_mesh_free(&m);
     free(v);
     free(tri);
+}
+
+/* The tree's triangle order by its definition: from the triangles in index order, each node of
+   more than 8 sorts its triangles by (centroid along the longest extent of their centroids,
+   index) and gives the lower half to its left child. */
+static void reference_order(const csm_mesh *m, const double *cen, int32_t *order, int32_t first, int32_t count)
+{
+    if (count <= 8) return;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int32_t k = first; k < first + count; k++)
+        for (int d = 0; d < 3; d++) {
+            lo[d] = fmin(lo[d], cen[3 * order[k] + d]);
+            hi[d] = fmax(hi[d], cen[3 * order[k] + d]);
+        }
+    int axis = 0;
+    for (int d = 1; d < 3; d++)
+        if (hi[d] - lo[d] > hi[axis] - lo[axis]) axis = d;
+    for (int32_t a = first + 1; a < first + count; a++) /* insertion sort: plain, and stable */
+        for (int32_t b = a; b > first; b--) {
+            int32_t t = order[b], u = order[b - 1];
+            double kt = cen[3 * t + axis], ku = cen[3 * u + axis];
+            if (ku < kt || (ku == kt && u < t)) break;
+            order[b] = u;
+            order[b - 1] = t;
+        }
+    reference_order(m, cen, order, first, count / 2);
+    reference_order(m, cen, order, first + count / 2, count - count / 2);
+}
+
+/* The tree is built from three orders sorted once (one per axis) and split without sorting
+   again; its triangle order must be the definition's, the order in which a leaf's winding
+   terms are summed. Meshes with many equal centroid coordinates (the sphere of quads, the
+   cube) test the ties. */
+static void test_tree_order_is_the_definition(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 3; t++) {
+        double *v;
+        int32_t *tri, nv, nt;
+        if (t < 2) {
+            sphere_mesh(t == 0 ? 24 : 7, &v, &tri, &nv, &nt);
+        } else {
+            nv = 8, nt = 12;
+            v = malloc(sizeof CUBE_V);
+            tri = malloc(sizeof(int32_t) * 36);
+            memcpy(v, CUBE_V, sizeof CUBE_V);
+            cube_triangles(tri, -1, -1);
+        }
+        csm_mesh m;
+        mesh_with_tree(&m, v, nv, tri, nt);
+        double *cen = malloc(sizeof *cen * 3 * (size_t)nt);
+        int32_t *order = malloc(sizeof *order * (size_t)nt);
+        for (int32_t k = 0; k < nt; k++) {
+            order[k] = k;
+            for (int d = 0; d < 3; d++)
+                cen[3 * k + d] = (v[3 * tri[3 * k] + d] + v[3 * tri[3 * k + 1] + d] + v[3 * tri[3 * k + 2] + d]) / 3.0;
+        }
+        reference_order(&m, cen, order, 0, nt);
+        assert_memory_equal(m.order, order, sizeof *order * (size_t)nt);
+        int32_t leaves = 0;
+        for (int32_t k = 0; k < m.nnode; k++) leaves += m.node[k].count;
+        assert_int_equal(leaves, nt); /* every triangle in exactly one leaf */
+        csm_mesh_free(&m);
+        free(cen);
+        free(order);
+        free(v);
+        free(tri);
+    }
 }
 
 static void test_off_and_obj_files(void **state)
@@ -342,7 +419,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_closed_mesh_winding),        cmocka_unit_test(test_open_and_misoriented_mesh),
-        cmocka_unit_test(test_fast_winding_matches_exact), cmocka_unit_test(test_off_and_obj_files),
+        cmocka_unit_test(test_fast_winding_matches_exact), cmocka_unit_test(test_tree_order_is_the_definition),
+        cmocka_unit_test(test_off_and_obj_files),
         cmocka_unit_test(test_malformed_meshes),           cmocka_unit_test(test_mesh_shape),
         cmocka_unit_test(test_target_particle_count),
     };
