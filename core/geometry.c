@@ -104,6 +104,20 @@ static void push_point(pointbuf *b, const double q[3])
     memcpy(&b->p[3 * b->n++], q, 3 * sizeof(double));
 }
 
+/* The candidates inside the shape, appended to out in their order. A mesh's inside test (a
+   winding number) is most of a mesh object's set-up: the tests run in parallel, the points are
+   kept in order, so the sample does not depend on the thread count. */
+static void push_inside(const csm_shape *o, const double *cand, int32_t n, pointbuf *out)
+{
+    unsigned char *in = malloc((size_t)(n > 0 ? n : 1));
+    if (!in) abort();
+#pragma omp parallel for schedule(dynamic, 256) if (o->o->shape_type == CSM_SHAPE_MESH)
+    for (int32_t k = 0; k < n; k++) in[k] = (unsigned char)csm_shape_inside(o, &cand[3 * k]);
+    for (int32_t k = 0; k < n; k++)
+        if (in[k]) push_point(out, &cand[3 * k]);
+    free(in);
+}
+
 static void sample_grid(const csm_shape *o, const double half[3], double h, pointbuf *out)
 {
     /* A grid symmetric about the shape's centre, so symmetric shapes get symmetric samples. */
@@ -221,8 +235,7 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
         if (!placed) active[slot] = active[--nactive];
     }
 #undef CELL_OF
-    for (int32_t k = 0; k < all.n; k++)
-        if (csm_shape_inside(o, &all.p[3 * k])) push_point(out, &all.p[3 * k]);
+    push_inside(o, all.p, all.n, out);
     free(all.p);
     free(active);
     free(grid);

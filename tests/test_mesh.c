@@ -6,6 +6,7 @@
 #include "config.h"
 #include "csm_math.h"
 #include "geometry.h"
+#include "kernel.h"
 #include "mesh.h"
 #include "rng.h"
 
@@ -373,6 +374,25 @@ static void test_mesh_shape(void **state)
     assert_int_equal(n, 7 * 4 * 2);
     assert_close(h, 0.3, 0);
     free(pts);
+    csm_config_free(&cfg);
+    /* Poisson samples of the mesh are the same points on 1 and 2 threads (the inside tests run
+       in parallel) */
+    snprintf(yaml, sizeof yaml,
+             "objects:\n  - shape: {type: mesh, path: %s, rotate: [0, 0, 90], fit: unit_box, scale: 2}\n"
+             "    sampling: {type: poisson, particles: 3000}\n", off);
+    load(yaml, &cfg);
+    double *by[2];
+    int32_t nby[2];
+    for (int t = 0; t < 2; t++) {
+        csm_set_threads(t + 1);
+        if (csm_sample_object(&cfg.objects[0], 0, 1, &by[t], &nby[t], &vol, &h, &err)) fail_msg("%s", err.msg);
+    }
+    csm_set_threads(0);
+    assert_true(abs(nby[0] - 3000) < 60);
+    assert_int_equal(nby[1], nby[0]);
+    assert_memory_equal(by[1], by[0], sizeof(double) * 3 * (size_t)nby[0]);
+    free(by[0]);
+    free(by[1]);
     csm_config_free(&cfg);
     unlink(off);
     free(off);
