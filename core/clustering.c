@@ -320,9 +320,15 @@ static void fcm_move_centres(const double *acc, int32_t nb, int32_t k, const uns
     }
 }
 
+/* The length of the centres' sums per block, acc[nb][4][kp]. */
+static size_t fcm_acc_len(int32_t count, int32_t k)
+{
+    return (size_t)fcm_blocks(count) * 4 * (size_t)csm_lanes_round(k);
+}
+
 static double *fcm_acc(int32_t count, int32_t k)
 {
-    double *acc = calloc((size_t)fcm_blocks(count) * 4 * (size_t)csm_lanes_round(k), sizeof *acc);
+    double *acc = calloc(fcm_acc_len(count, k), sizeof *acc);
     if (!acc) abort();
     return acc;
 }
@@ -343,7 +349,7 @@ double csm_fcm_update(const double *x, const double *mass, int32_t count, double
 /* The centres' sums of one update into acc[nb][4][kp], as fcm_rows takes them, with no row kept:
    memberships are only compared between updates, so each row goes to scratch, and the rows from
    the previous centres `prev` are recomputed for the comparison instead of being read back from
-   a count x k array (the beam's 5,317 x 200 rows are 8.5 MB a pass). The comparison stops at the
+   a count x k array (the beam's 5,312 x 200 rows are 8.5 MB a pass). The comparison stops at the
    first membership that moved by more than tolerance, which is all it takes far from
    convergence. Returns 1 when none did (csm_fcm_update's change <= tolerance), 0 otherwise or
    when prev is NULL. */
@@ -351,9 +357,9 @@ static int fcm_sums_settled(const double *x, const double *mass, int32_t count, 
                             const double *prev, int32_t k, const unsigned char *state, double m, double tolerance,
                             double *acc)
 {
-    fcm_lanes z, zp;
+    fcm_lanes z, zp = {0};
     fcm_lanes_make(&z, centres, k, state);
-    fcm_lanes_make(&zp, prev ? prev : centres, k, state);
+    if (prev) fcm_lanes_make(&zp, prev, k, state);
     int32_t nb = fcm_blocks(count);
     int moved = !prev;
 #pragma omp parallel
@@ -453,9 +459,8 @@ int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *
         it = 0;
         double *acc = fcm_acc(count, k), *prev = malloc(sizeof *prev * 3 * (size_t)k);
         if (!prev) abort();
-        size_t acc_n = (size_t)fcm_blocks(count) * 4 * (size_t)csm_lanes_round(k);
         while (it < max_iterations) {
-            memset(acc, 0, sizeof *acc * acc_n);
+            memset(acc, 0, sizeof *acc * fcm_acc_len(count, k));
             int settled = fcm_sums_settled(x, mass, count, centres, it > 0 ? prev : NULL, k, state, m, tolerance, acc);
             memcpy(prev, centres, sizeof *prev * 3 * (size_t)k);
             fcm_move_centres(acc, fcm_blocks(count), k, state, centres);

@@ -105,8 +105,6 @@ static void test_open_and_misoriented_mesh(void **state)
     csm_mesh_free(&m);
 }
 
-/* A finely triangulated sphere (a cube's faces split into a grid, projected), so the tree has
-   many levels; the far-field approximation must classify like the exact sum. */
 /* The unit sphere as a cube of N x N quads a face pushed out onto it, wound outwards; v and tri
    are malloc'd. */
 static void sphere_mesh(int N, double **vout, int32_t **tout, int32_t *nvout, int32_t *ntout)
@@ -142,6 +140,8 @@ static void sphere_mesh(int N, double **vout, int32_t **tout, int32_t *nvout, in
     *vout = v, *tout = tri, *nvout = nv, *ntout = nt;
 }
 
+/* A finely triangulated sphere (a cube's faces split into a grid, projected), so the tree has
+   many levels; the far-field approximation must classify like the exact sum. */
 static void test_fast_winding_matches_exact(void **state)
 {
     (void)state;
@@ -194,7 +194,7 @@ static void test_fast_winding_matches_exact(void **state)
 /* The tree's triangle order by its definition: from the triangles in index order, each node of
    more than 8 sorts its triangles by (centroid along the longest extent of their centroids,
    index) and gives the lower half to its left child. */
-static void reference_order(const csm_mesh *m, const double *cen, int32_t *order, int32_t first, int32_t count)
+static void reference_order(const double *cen, int32_t *order, int32_t first, int32_t count)
 {
     if (count <= 8) return;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -214,8 +214,8 @@ static void reference_order(const csm_mesh *m, const double *cen, int32_t *order
             order[b] = u;
             order[b - 1] = t;
         }
-    reference_order(m, cen, order, first, count / 2);
-    reference_order(m, cen, order, first + count / 2, count - count / 2);
+    reference_order(cen, order, first, count / 2);
+    reference_order(cen, order, first + count / 2, count - count / 2);
 }
 
 /* The tree is built from three orders sorted once (one per axis) and split without sorting
@@ -246,7 +246,7 @@ static void test_tree_order_is_the_definition(void **state)
             for (int d = 0; d < 3; d++)
                 cen[3 * k + d] = (v[3 * tri[3 * k] + d] + v[3 * tri[3 * k + 1] + d] + v[3 * tri[3 * k + 2] + d]) / 3.0;
         }
-        reference_order(&m, cen, order, 0, nt);
+        reference_order(cen, order, 0, nt);
         assert_memory_equal(m.order, order, sizeof *order * (size_t)nt);
         int32_t leaves = 0;
         for (int32_t k = 0; k < m.nnode; k++) leaves += m.node[k].count;
