@@ -237,13 +237,13 @@ int csm_embed_nonlinear(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd
 
        W_c e_c - sum_c' (sum_i W_ic W_ic' / W_i) e_c' = -sum_i W_ic d_ic + sum_i (W_ic / W_i) D_i.
 
-   E does not see a translation, so the Laplacian is singular: the heaviest cluster's centre is
-   held at its fitted one e~_c, which fixes the translation where it is (a Dirichlet node), and
+   E does not see a translation, so the Laplacian is singular: one centre (lg_pin, the one whose
+   diagonal in the Schur complement is largest, the cluster least shared with the others) is
+   held at its fitted e~_c, which fixes the translation where it is (a Dirichlet node), and
    eps W_c |e_c - e~_c|^2 is added for the rest, which keeps a part linked to it by no weight
    where it is and vanishes at the fixed point (where the fitted centres are the solved ones).
-   The matrix depends on the weights
-   alone: it is factored (Cholesky, LAPACKE dpotrf) once per embedding, and each step solves
-   three right-hand sides. A particle of no weight in C_e stays. */
+   The matrix depends on the weights alone: it is factored (Cholesky, cholesky_upper) once per
+   embedding, and each step solves three right-hand sides. A particle of no weight in C_e stays. */
 static const double lg_eps = 1e-12;
 
 /* Cholesky factorisation in place of the upper triangle of the row-major n x n S = U^T U, in a
@@ -352,6 +352,77 @@ static int lg_factor(csm_embedding *E, const csm_clusters *C)
     return cholesky_upper(S, nc);
 }
 
+/* Four doubles as one value, for the four partial sums of the right-hand side (simd.h). */
+typedef double lg_v4d __attribute__((vector_size(4 * sizeof(double))));
+
+/* The sums of the global step over the memberships of C_e, clusters in order. Compiled for each
+   instruction set (simd.h). The products of a block of memberships are taken in vector lanes; a
+   particle's sums take them one membership after another, and the right-hand side's four partial
+   sums (membership j into part j mod 4) are the four lanes of one vector. Every sum adds what a
+   scalar loop over the memberships adds, in its order, so the bits do not depend on the lanes.
+     D_i = sum_c W_ic d_ic, d_ic = T_c p_ic, into acc[4b .. 4b + 2]        (what = 0)
+     r_c += sum_i (W_ic / W_i) D_i, in four partial sums by membership   (what = 1)
+     acc[4b .. 4b + 2] += sum_c (W_ic / W_i) e_c                         (what = 2) */
+CSM_CLONES static void lg_sums(csm_embedding *E, const csm_clusters *C, int what, double *r)
+{
+    double *acc = E->acc;
+    const int32_t *macc = E->lg_macc;
+    const double *share = E->lg_mshare;
+    for (int32_t a = 0, t = 0; a < E->nc; a++) {
+        int32_t c = E->cluster[a], j = C->offset[c], hi = C->offset[c + 1];
+        const double *T = &E->T[9 * a];
+        if (what == 0) {
+            for (; j + CSM_LANES <= hi; j += CSM_LANES, t += CSM_LANES) {
+                csm_v8d p[3], d[3], w = csm_v8d_load(&C->wmass[j]);
+                double o[3 * CSM_LANES];
+                csm_v8d_load3(&C->p[3 * j], p);
+                for (int k = 0; k < 3; k++) d[k] = w * (T[3 * k] * p[0] + T[3 * k + 1] * p[1] + T[3 * k + 2] * p[2]);
+                csm_v8d_store3(o, d);
+                for (int l = 0; l < CSM_LANES; l++)
+                    for (int k = 0; k < 3; k++) acc[macc[t + l] + k] += o[3 * l + k];
+            }
+            for (; j < hi; j++, t++) {
+                double d[3];
+                csm_m3_mul_v3(T, &C->p[3 * j], d);
+                for (int k = 0; k < 3; k++) acc[macc[t] + k] += C->wmass[j] * d[k];
+            }
+        } else if (what == 1) {
+            double part[3][4] = {{0}}; /* by coordinate, then membership mod 4 */
+            for (; j < hi && (j & 3); j++, t++)
+                for (int k = 0; k < 3; k++) part[k][j & 3] += share[t] * acc[macc[t] + k];
+            lg_v4d P0, P1, P2;
+            memcpy(&P0, part[0], sizeof P0);
+            memcpy(&P1, part[1], sizeof P1);
+            memcpy(&P2, part[2], sizeof P2);
+            for (; j + 4 <= hi; j += 4, t += 4) {
+                lg_v4d f = {share[t], share[t + 1], share[t + 2], share[t + 3]};
+                const double *q0 = &acc[macc[t]], *q1 = &acc[macc[t + 1]], *q2 = &acc[macc[t + 2]],
+                             *q3 = &acc[macc[t + 3]];
+                P0 += f * (lg_v4d){q0[0], q1[0], q2[0], q3[0]};
+                P1 += f * (lg_v4d){q0[1], q1[1], q2[1], q3[1]};
+                P2 += f * (lg_v4d){q0[2], q1[2], q2[2], q3[2]};
+            }
+            memcpy(part[0], &P0, sizeof P0);
+            memcpy(part[1], &P1, sizeof P1);
+            memcpy(part[2], &P2, sizeof P2);
+            for (; j < hi; j++, t++)
+                for (int k = 0; k < 3; k++) part[k][j & 3] += share[t] * acc[macc[t] + k];
+            for (int k = 0; k < 3; k++) r[3 * a + k] = (part[k][0] + part[k][1]) + (part[k][2] + part[k][3]);
+        } else {
+            double ra[3] = {r[3 * a], r[3 * a + 1], r[3 * a + 2]};
+            for (; j + CSM_LANES <= hi; j += CSM_LANES, t += CSM_LANES) {
+                csm_v8d f = csm_v8d_load(&share[t]), d[3] = {f * ra[0], f * ra[1], f * ra[2]};
+                double o[3 * CSM_LANES];
+                csm_v8d_store3(o, d);
+                for (int l = 0; l < CSM_LANES; l++)
+                    for (int k = 0; k < 3; k++) acc[macc[t + l] + k] += o[3 * l + k];
+            }
+            for (; j < hi; j++, t++)
+                for (int k = 0; k < 3; k++) acc[macc[t] + k] += share[t] * ra[k];
+        }
+    }
+}
+
 /* Moves the particles to the minimiser for the last fit; the sum of squared changes goes to
    *change and of squared positions to *size. */
 static void lg_step(csm_embedding *E, const csm_clusters *C, double *change, double *size)
@@ -359,49 +430,37 @@ static void lg_step(csm_embedding *E, const csm_clusters *C, double *change, dou
     int32_t nc = E->nc;
     double *r = E->lin + (int64_t)nc * nc; /* row-major nc x 3 */
     for (int32_t b = 0; b < E->np; b++) E->acc[4 * b] = E->acc[4 * b + 1] = E->acc[4 * b + 2] = 0;
-    for (int32_t a = 0, t = 0; a < nc; a++) { /* D_i = sum_c W_ic d_ic */
-        int32_t c = E->cluster[a];
-        const double *T = &E->T[9 * a];
-        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++, t++) {
-            double d[3], *acc = &E->acc[E->lg_macc[t]];
-            csm_m3_mul_v3(T, &C->p[3 * j], d);
-            for (int k = 0; k < 3; k++) acc[k] += C->wmass[j] * d[k];
-        }
-    }
-    for (int32_t a = 0, t = 0; a < nc; a++) {
-        /* the right-hand side: sum_i (W_ic / W_i) D_i (in the order of the memberships, in four
-           partial sums), - sum_i W_ic d_ic = - T_c sum_i W_ic p_ic, and eps W_c e~_c */
-        int32_t c = E->cluster[a];
-        double part[4][3] = {{0}}, Wc = E->lg_cluster[4 * a + 3], reg = Wc > 0 ? lg_eps * Wc : 1, ra[3];
-        csm_m3_mul_v3(&E->T[9 * a], &E->lg_cluster[4 * a], ra);
-        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++, t++) {
-            const double *acc = &E->acc[E->lg_macc[t]];
-            for (int k = 0; k < 3; k++) part[j & 3][k] += E->lg_mshare[t] * acc[k];
-        }
-        for (int k = 0; k < 3; k++)
-            r[3 * a + k] = ((part[0][k] + part[1][k]) + (part[2][k] + part[3][k])) - ra[k] + reg * E->centre[3 * a + k];
-    }
+    lg_sums(E, C, 0, r);
+    /* the right-hand side: sum_i (W_ic / W_i) D_i, - sum_i W_ic d_ic = - T_c sum_i W_ic p_ic,
+       and eps W_c e~_c; the held centre's row e_c = e~_c and its column moved across */
+    lg_sums(E, C, 1, r);
     const double *column = E->lin + (int64_t)nc * nc + 3 * (int64_t)nc, *held = &E->centre[3 * E->lg_pin];
-    for (int32_t a = 0; a < nc; a++)
-        for (int k = 0; k < 3; k++) r[3 * a + k] = a == E->lg_pin ? held[k] : r[3 * a + k] - column[a] * held[k];
+    for (int32_t a = 0; a < nc; a++) {
+        double Wc = E->lg_cluster[4 * a + 3], reg = Wc > 0 ? lg_eps * Wc : 1, ra[3];
+        csm_m3_mul_v3(&E->T[9 * a], &E->lg_cluster[4 * a], ra);
+        for (int k = 0; k < 3; k++) {
+            double rk = r[3 * a + k] - ra[k] + reg * E->centre[3 * a + k];
+            r[3 * a + k] = a == E->lg_pin ? held[k] : rk - column[a] * held[k];
+        }
+    }
     cholesky_solve3(E->lin, nc, r);
     /* e_i = D_i / W_i + sum_c (W_ic / W_i) e_c, into acc */
     for (int32_t b = 0; b < E->np; b++)
         for (int k = 0; k < 3; k++) E->acc[4 * b + k] *= E->acc[4 * b + 3];
-    for (int32_t a = 0, t = 0; a < nc; a++)
-        for (int32_t j = C->offset[E->cluster[a]]; j < C->offset[E->cluster[a] + 1]; j++, t++)
-            for (int k = 0; k < 3; k++) E->acc[E->lg_macc[t] + k] += E->lg_mshare[t] * r[3 * a + k];
-    *change = *size = 0;
+    lg_sums(E, C, 2, r);
+    double ch = 0, sz = 0;
     for (int32_t b = 0; b < E->np; b++) {
         const double *v = &E->acc[4 * b];
         if (!(v[3] > 0)) continue; /* no weight in C_e: it stays */
         double *ei = &E->e[3 * E->particle[b]];
         for (int k = 0; k < 3; k++) {
-            *change += (v[k] - ei[k]) * (v[k] - ei[k]);
-            *size += v[k] * v[k];
+            ch += (v[k] - ei[k]) * (v[k] - ei[k]);
+            sz += v[k] * v[k];
             ei[k] = v[k];
         }
     }
+    *change = ch;
+    *size = sz;
 }
 
 int csm_embed_local_global(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,

@@ -8,6 +8,7 @@
 #include "embedding.h"
 #include "kernel.h"
 
+#include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,18 @@ static void perturb_seeded(csm_embedding *E, uint64_t seed)
     perturb(E, &g);
 }
 
+/* Every cluster's F^p = P_c S_c, S_c a symmetric stretch of its own (up to 15 % per entry), so
+   that the clusters' rest shapes no longer fit together and Eq 21's minimum is not zero. */
+static void stretch_plastic(csm_clusters *C, csm_rng *g)
+{
+    for (int32_t c = 0; c < C->k; c++) {
+        double S[9], *Fp = &C->Fp[9 * c];
+        for (int r = 0; r < 3; r++)
+            for (int k = r; k < 3; k++) S[3 * r + k] = S[3 * k + r] = (r == k) + 0.15 * (2 * csm_rng_uniform(g) - 1);
+        csm_m3_mul(Fp, S, Fp);
+    }
+}
+
 typedef int (*embed_fn)(csm_embedding *E, const csm_clusters *C, csm_svd3_fn svd, int max_iterations,
                         double tolerance, double *energy, int *converged);
 
@@ -274,12 +287,7 @@ static void test_local_global_same_minimum(void **state)
     perturb_seeded(&E, 1);
     descends(&E, &w->C, csm_embed_local_global, 60, scale, "local/global step");
 
-    for (int32_t c = 0; c < w->C.k; c++) { /* F^p = P_c S_c, S_c a symmetric stretch of its own */
-        double S[9], *Fp = &w->C.Fp[9 * c];
-        for (int r = 0; r < 3; r++)
-            for (int k = r; k < 3; k++) S[3 * r + k] = S[3 * k + r] = (r == k) + 0.15 * (2 * csm_rng_uniform(&g) - 1);
-        csm_m3_mul(Fp, S, Fp);
-    }
+    stretch_plastic(&w->C, &g);
     double jacobi, local_global;
     assert_int_equal(csm_embedding_set(&E, &w->C, w->P.x, 3), 0);
     perturb_seeded(&E, 2);
@@ -292,6 +300,88 @@ static void test_local_global_same_minimum(void **state)
     assert_true(local_global > 1e-4 * scale); /* a minimum that is not zero */
     if (!(fabs(local_global - jacobi) <= 1e-9 * jacobi))
         fail_msg("the minima differ: %.15g (local/global) against %.15g (Jacobi)", local_global, jacobi);
+    csm_embedding_free(&E);
+    run_stop(&R);
+}
+
+/* One local/global step lands on the minimiser of Falkenstein Eq 21 over the particles and the
+   centres with the fitted T_c = R_c F^p_c held, one centre (lg_pin) held at its fitted e~_c and
+   eps W_c |e_c - e~_c|^2 added for the rest (csm_embed_local_global). The step reaches
+   it through the clusters' Schur complement and sums taken in vector blocks; here the whole
+   system in the np + nc unknowns is solved densely (LAPACKE dposv) and the two must agree.
+   Every cluster's F^p is stretched so that the minimum is not a rigid motion of the start. */
+static void test_local_global_step_solves_the_system(void **state)
+{
+    (void)state;
+    csm_rng g;
+    csm_rng_seed(&g, 7, 1);
+    run R;
+    rotated_bar(&R, &g);
+    csm_world *w = &R.sim.w;
+    csm_clusters *C = &w->C;
+    stretch_plastic(C, &g);
+    csm_embedding E = {0};
+    assert_int_equal(csm_embedding_set(&E, C, w->P.x, 3), 0);
+    perturb_seeded(&E, 3);
+    csm_embedding_energy(&E, C, csm_svd3_lapacke); /* the fit the step starts from */
+    int32_t np = E.np, nc = E.nc, N = np + nc;
+    double *T = malloc(9 * sizeof(double) * (size_t)nc), *held = malloc(3 * sizeof(double) * (size_t)nc);
+    double *L = calloc((size_t)N * (size_t)N, sizeof(double)), *b = calloc(3 * (size_t)N, sizeof(double));
+    assert_non_null(T);
+    assert_non_null(held);
+    assert_non_null(L);
+    assert_non_null(b);
+    memcpy(T, E.T, 9 * sizeof(double) * (size_t)nc);
+    memcpy(held, E.centre, 3 * sizeof(double) * (size_t)nc);
+    double energy;
+    int converged;
+    assert_int_equal(csm_embed_local_global(&E, C, csm_svd3_lapacke, 1, 1e-8, &energy, &converged), 1);
+
+    const double eps = 1e-12; /* the embedding's regularisation */
+    int32_t pin = E.lg_pin;
+    for (int32_t a = 0; a < nc; a++) {
+        int32_t c = E.cluster[a], uc = np + a;
+        double Wc = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            int32_t ui = E.local[C->member[j]];
+            double W = C->wmass[j], d[3];
+            csm_m3_mul_v3(&T[9 * a], &C->p[3 * j], d);
+            L[(int64_t)ui * N + ui] += W;
+            L[(int64_t)uc * N + uc] += W;
+            L[(int64_t)ui * N + uc] -= W;
+            L[(int64_t)uc * N + ui] -= W;
+            for (int k = 0; k < 3; k++) {
+                b[3 * ui + k] += W * d[k];
+                b[3 * uc + k] -= W * d[k];
+            }
+            Wc += W;
+        }
+        assert_true(Wc > 0);
+        L[(int64_t)uc * N + uc] += eps * Wc;
+        for (int k = 0; k < 3; k++) b[3 * uc + k] += eps * Wc * held[3 * a + k];
+    }
+    int32_t up = np + pin; /* e_pin = e~_pin: its column to the right-hand side, its row the identity */
+    for (int32_t r = 0; r < N; r++) {
+        for (int k = 0; k < 3; k++) b[3 * r + k] -= L[(int64_t)r * N + up] * held[3 * pin + k];
+        L[(int64_t)r * N + up] = L[(int64_t)up * N + r] = 0;
+    }
+    L[(int64_t)up * N + up] = 1;
+    for (int k = 0; k < 3; k++) b[3 * up + k] = held[3 * pin + k];
+    assert_int_equal(LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', N, 3, L, N, b, 3), 0);
+    double worst = 0, moved = 0;
+    for (int32_t a = 0; a < np; a++)
+        for (int k = 0; k < 3; k++) {
+            int32_t i = E.particle[a];
+            worst = fmax(worst, fabs(E.e[3 * i + k] - b[3 * a + k]));
+            moved = fmax(moved, fabs(b[3 * a + k] - w->P.x[3 * i + k]));
+        }
+    print_message("one local/global step: %d particles, %d clusters, within %.3g of the dense solve\n", np, nc, worst);
+    assert_true(moved > 1e-3); /* the stretched clusters pull the particles off the start */
+    if (!(worst <= 1e-10)) fail_msg("the step is %.3g from the minimiser", worst);
+    free(T);
+    free(held);
+    free(L);
+    free(b);
     csm_embedding_free(&E);
     run_stop(&R);
 }
@@ -431,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_embedding_zero_residual),
         cmocka_unit_test(test_nonlinear_below_linear),
         cmocka_unit_test(test_local_global_same_minimum),
+        cmocka_unit_test(test_local_global_step_solves_the_system),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_unmarked_is_none),
     };
