@@ -42,6 +42,7 @@ void csm_rc_engine_destroy(void *state)
     free(e->touched);
     free(e->touch_list);
     free(e->flag);
+    free(e->cond);
     csm_embedding_free(&e->emb);
     free(e->points);
     free(e->masses);
@@ -84,8 +85,10 @@ static int reserve_scratch(csm_rc_engine *e, const csm_clusters *C)
     }
     if (C->cap_k > e->cap_k) {
         free(e->flag);
+        free(e->cond);
         e->flag = calloc((size_t)C->cap_k, 1);
-        if (!e->flag) return -1;
+        e->cond = malloc((size_t)C->cap_k * sizeof *e->cond);
+        if (!e->flag || !e->cond) return -1;
         e->cap_k = C->cap_k;
     }
     return 0;
@@ -202,12 +205,20 @@ static int apply(csm_rc_engine *e, csm_world *w, double h, double *before, csm_e
     for (int32_t c = 0; c < C->k; c++)
         if (C->state[c] != CSM_CLUSTER_ACTIVE) C->fade[c]++;
 
-    /* Sec 3.2.1: mark a cluster whose rest shape has become too distorted, cond(F^p) > cond_max. */
-    for (int32_t c = 0; c < C->k; c++) {
+    /* Sec 3.2.1: mark a cluster whose rest shape has become too distorted, cond(F^p) > cond_max.
+       The condition numbers in parallel, the marks (and their events) in cluster order. */
+    int32_t k = C->k;
+    double *conds = e->cond;
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < k; c++) {
         if (C->state[c] == CSM_CLUSTER_FADING_OUT) continue;
         double U[9], s[3], V[9];
         w->svd(&C->Fp[9 * c], U, s, V);
-        double cond = fabs(s[2]) > 0 ? s[0] / fabs(s[2]) : INFINITY;
+        conds[c] = fabs(s[2]) > 0 ? s[0] / fabs(s[2]) : INFINITY;
+    }
+    for (int32_t c = 0; c < k; c++) {
+        if (C->state[c] == CSM_CLUSTER_FADING_OUT) continue;
+        double cond = conds[c];
         if (!(cond > e->cond_max)) continue;
         C->state[c] = CSM_CLUSTER_FADING_OUT;
         C->fade[c] = 0;

@@ -57,6 +57,7 @@ struct csm_rc_engine {
     int32_t *touch_list;    /* ... and the same particles as a list */
     int64_t ntouched, cap_touch;
     unsigned char *flag;    /* [k] clusters to drop, then clusters whose rest data change */
+    double *cond;           /* [k] cond(F^p) of each cluster, for the marking of Sec 3.2.1 */
 
     /* embedded */
     int embedding_linear, compare_linear;
