@@ -208,7 +208,7 @@ static void perturb_seeded(csm_embedding *E, uint64_t seed)
 }
 
 /* Every cluster's F^p = P_c S_c, S_c a symmetric stretch of its own (up to 15 % per entry), so
-   that the clusters' rest shapes no longer fit together and Eq 21's minimum is not zero. */
+   that the clusters' rest shapes no longer fit together and Falkenstein Eq 21's minimum is not zero. */
 static void stretch_plastic(csm_clusters *C, csm_rng *g)
 {
     for (int32_t c = 0; c < C->k; c++) {
