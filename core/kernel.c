@@ -862,22 +862,25 @@ void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, dou
     /* Gather per particle (no atomics); v is only written after every cluster is measured. */
     double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static)
-    for (int b = 0; b < CSM_SUM_BLOCKS; b++)
-    for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
-        if (w->P.inv_mass[i] == 0.0) continue;
-        double before[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
-        double dv[3] = {0, 0, 0};
-        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
-            int32_t j = C->pmember[s];
-            int32_t c = C->mcluster[j];
-            const double *rv = &scratch[9 * c];
-            double r[3], wr[3];
-            for (int d = 0; d < 3; d++) r[d] = x[3 * i + d] - rv[6 + d];
-            csm_v3_cross(&rv[3], r, wr);
-            for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (rv[d] + wr[d] - v[3 * i + d]);
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
+        double sum = 0;
+        for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
+            if (w->P.inv_mass[i] == 0.0) continue;
+            double before[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+            double dv[3] = {0, 0, 0};
+            for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+                int32_t j = C->pmember[s];
+                int32_t c = C->mcluster[j];
+                const double *rv = &scratch[9 * c];
+                double r[3], wr[3];
+                for (int d = 0; d < 3; d++) r[d] = x[3 * i + d] - rv[6 + d];
+                csm_v3_cross(&rv[3], r, wr);
+                for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (rv[d] + wr[d] - v[3 * i + d]);
+            }
+            for (int d = 0; d < 3; d++) v[3 * i + d] += k * dv[d];
+            sum += removed_energy(w, i, before, &v[3 * i], g, a, x);
         }
-        for (int d = 0; d < 3; d++) v[3 * i + d] += k * dv[d];
-        part[b] += removed_energy(w, i, before, &v[3 * i], g, a, x);
+        part[b] = sum;
     }
     if (w->report) w->report->dissipated[CSM_DISSIPATED_DAMPING] += csm_block_total(part);
 }
@@ -949,19 +952,23 @@ void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta
 #pragma omp for schedule(static)
         for (int32_t c = 0; c < k; c++) viscosity_row(w, x, v, c, eta, h, &scratch[12 * c]);
 #pragma omp for schedule(static)
-        for (int b = 0; b < CSM_SUM_BLOCKS; b++)
-        for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
-            if (w->P.inv_mass[i] == 0.0) continue;
-            double dv[3] = {0, 0, 0};
-            for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
-                int32_t j = C->pmember[s];
-                const double *row = &scratch[12 * C->mcluster[j]], *K = &row[3];
-                double r0 = x[3 * i] - row[0], r1 = x[3 * i + 1] - row[1], r2 = x[3 * i + 2] - row[2];
-                for (int d = 0; d < 3; d++) dv[d] += C->weight[j] * (K[3 * d] * r0 + K[3 * d + 1] * r1 + K[3 * d + 2] * r2);
+        for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
+            double sum = 0;
+            for (int32_t i = csm_block_start(n, b); i < csm_block_start(n, b + 1); i++) {
+                if (w->P.inv_mass[i] == 0.0) continue;
+                double dv[3] = {0, 0, 0};
+                for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
+                    int32_t j = C->pmember[s];
+                    const double *row = &scratch[12 * C->mcluster[j]], *K = &row[3];
+                    double r0 = x[3 * i] - row[0], r1 = x[3 * i + 1] - row[1], r2 = x[3 * i + 2] - row[2];
+                    for (int d = 0; d < 3; d++)
+                        dv[d] += C->weight[j] * (K[3 * d] * r0 + K[3 * d + 1] * r1 + K[3 * d + 2] * r2);
+                }
+                double *vi = &v[3 * i], before[3] = {vi[0], vi[1], vi[2]};
+                for (int d = 0; d < 3; d++) vi[d] += dv[d];
+                sum += removed_energy(w, i, before, vi, g, a, x);
             }
-            double *vi = &v[3 * i], before[3] = {vi[0], vi[1], vi[2]};
-            for (int d = 0; d < 3; d++) vi[d] += dv[d];
-            part[b] += removed_energy(w, i, before, vi, g, a, x);
+            part[b] = sum;
         }
     }
     if (w->report) w->report->dissipated[CSM_DISSIPATED_VISCOSITY] += csm_block_total(part);

@@ -144,8 +144,9 @@ static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double 
 void csm_damp_velocities(csm_world *w, const double *x, double *v, double k, double *scratch, const double *g, double a);
 
 /* Sums that parallel loops make, the same bits for any thread count: [0, count) is cut into
-   CSM_SUM_BLOCKS fixed blocks, the loop runs over blocks, each block adds its items in order into
-   part[b], and csm_block_total adds the blocks in order. */
+   CSM_SUM_BLOCKS fixed blocks, the loop runs over blocks, each block adds its items in order
+   (into a local, stored to part[b] once: the items' writes cannot alias it, and two threads do
+   not write one cache line item by item), and csm_block_total adds the blocks in order. */
 #define CSM_SUM_BLOCKS 64
 
 static inline int32_t csm_block_start(int32_t count, int b) { return (int32_t)((int64_t)count * b / CSM_SUM_BLOCKS); }

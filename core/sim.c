@@ -343,9 +343,10 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
     int32_t k = C->k;
 #pragma omp parallel for schedule(dynamic)
     for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
-        part[b] = 0;
+        double sum = 0;
         for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
-            if (sim->touched[c]) part[b] += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+            if (sim->touched[c]) sum += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+        part[b] = sum;
     }
     work += csm_block_total(part);
     return isfinite(work) ? work : 0.0;

@@ -186,9 +186,12 @@ static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
     int32_t k = C->k, skipped = 0;
     double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static) reduction(+ : skipped)
-    for (int b = 0; b < CSM_SUM_BLOCKS; b++)
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
+        double sum = 0;
         for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
-            if (C->rank[c] == 3 && csm_cluster_in_scope(w, c)) part[b] += flow_cluster(p, w, c, h, &skipped);
+            if (C->rank[c] == 3 && csm_cluster_in_scope(w, c)) sum += flow_cluster(p, w, c, h, &skipped);
+        part[b] = sum;
+    }
     w->report->plastic_skipped += skipped;
     w->report->dissipated[CSM_DISSIPATED_PLASTIC] += csm_block_total(part);
     return 0;

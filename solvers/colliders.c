@@ -330,9 +330,12 @@ static double collider_project(const csm_world *w, void *state, double h, double
     c->ops->place(c, w->time, h, &pl);
     double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static)
-    for (int b = 0; b < CSM_SUM_BLOCKS; b++)
+    for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
+        double sum = 0;
         for (int32_t i = csm_block_start(P->n, b); i < csm_block_start(P->n, b + 1); i++)
-            part[b] += project_one(c, w, &pl, h, x, i);
+            sum += project_one(c, w, &pl, h, x, i);
+        part[b] = sum;
+    }
     return csm_block_total(part);
 }
 
