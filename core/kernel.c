@@ -1050,27 +1050,45 @@ static void volume_step(const csm_world *w, const double *x, int32_t c, double h
     for (int a = 0; a < 9; a++) D[a] = dl * G[a];
 }
 
+/* Cluster c's share of each member's move, w_ic D p_ic, into C->wgoal (cluster order). Compiled
+   for each instruction set (simd.h); each membership's share is its own. */
+CSM_CLONES static void volume_shares(csm_clusters *C, int32_t c, const double D[9])
+{
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const double *p = C->p, *weight = C->weight;
+    double *out = C->wgoal;
+    double D0 = D[0], D1 = D[1], D2 = D[2], D3 = D[3], D4 = D[4], D5 = D[5], D6 = D[6], D7 = D[7], D8 = D[8];
+#pragma omp simd
+    for (int32_t j = lo; j < hi; j++) {
+        double wgt = weight[j], p0 = p[3 * j], p1 = p[3 * j + 1], p2 = p[3 * j + 2];
+        out[3 * j] = wgt * (D0 * p0 + D1 * p1 + D2 * p2);
+        out[3 * j + 1] = wgt * (D3 * p0 + D4 * p1 + D5 * p2);
+        out[3 * j + 2] = wgt * (D6 * p0 + D7 * p1 + D8 * p2);
+    }
+}
+
 void csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch)
 {
-    const csm_clusters *C = &w->C;
+    csm_clusters *C = &w->C;
     int32_t k = C->k, n = w->P.n;
-    const double *inv_mass = w->P.inv_mass;
+    const double *inv_mass = w->P.inv_mass, *share = C->wgoal;
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
-        for (int32_t c = 0; c < k; c++) volume_step(w, x, c, h, lambda, &scratch[9 * c]);
+        for (int32_t c = 0; c < k; c++) {
+            volume_step(w, x, c, h, lambda, &scratch[9 * c]);
+            volume_shares(C, c, &scratch[9 * c]);
+        }
         /* every particle moves by the weighted shares of its clusters, in cluster order (Jacobi) */
 #pragma omp for schedule(static)
         for (int32_t i = 0; i < n; i++) {
             if (inv_mass[i] == 0.0) continue;
             double d0 = 0, d1 = 0, d2 = 0;
             for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) {
-                int32_t j = C->pmember[s];
-                const double *D = &scratch[9 * C->mcluster[j]], *p = &C->p[3 * j];
-                double wgt = C->weight[j];
-                d0 += wgt * (D[0] * p[0] + D[1] * p[1] + D[2] * p[2]);
-                d1 += wgt * (D[3] * p[0] + D[4] * p[1] + D[5] * p[2]);
-                d2 += wgt * (D[6] * p[0] + D[7] * p[1] + D[8] * p[2]);
+                const double *v = &share[3 * C->pmember[s]];
+                d0 += v[0];
+                d1 += v[1];
+                d2 += v[2];
             }
             x[3 * i] += d0;
             x[3 * i + 1] += d1;

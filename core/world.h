@@ -39,7 +39,7 @@ typedef struct csm_clusters {
                              fade factor of a cluster being removed or added (Falkenstein Sec 3.2.1) */
     double *wmass;        /* [m] w_ic m_i, the mass a member lends its cluster (Falkenstein Eq 7) */
     double *p;            /* [3m] rest offset p_ic from the cluster's rest centre of mass */
-    double *wgoal;        /* [3m] scratch of a goal pass: w_ic g_ic in cluster order */
+    double *wgoal;        /* [3m] scratch in cluster order: w_ic g_ic (goal pass), w_ic D_c p_ic (volume pass) */
     /* particle -> memberships, CSR */
     int32_t *poff;        /* [n+1] */
     int32_t *pmember;     /* [m] index into the member arrays */
