@@ -40,9 +40,11 @@ void csm_rc_engine_destroy(void *state)
     free(e->new_wbase);
     free(e->new_p);
     free(e->touched);
+    free(e->candidate);
     free(e->touch_list);
     free(e->flag);
     free(e->cond);
+    free(e->energy);
     csm_embedding_free(&e->emb);
     free(e->points);
     free(e->masses);
@@ -79,16 +81,20 @@ static int reserve_scratch(csm_rc_engine *e, const csm_clusters *C)
 {
     if (C->n > e->cap_n) {
         free(e->touched);
+        free(e->candidate);
         e->touched = calloc((size_t)C->n, 1);
-        if (!e->touched) return -1;
+        e->candidate = malloc((size_t)C->n);
+        if (!e->touched || !e->candidate) return -1;
         e->cap_n = C->n;
     }
     if (C->cap_k > e->cap_k) {
         free(e->flag);
         free(e->cond);
+        free(e->energy);
         e->flag = calloc((size_t)C->cap_k, 1);
         e->cond = malloc((size_t)C->cap_k * sizeof *e->cond);
-        if (!e->flag || !e->cond) return -1;
+        e->energy = malloc((size_t)C->cap_k * sizeof *e->energy);
+        if (!e->flag || !e->cond || !e->energy) return -1;
         e->cap_k = C->cap_k;
     }
     return 0;
@@ -138,7 +144,11 @@ static int32_t renormalise(csm_rc_engine *e, csm_world *w)
     }
     int changed = e->ntouched > 0;
     e->ntouched = 0;
-    for (int32_t c = 0; c < C->k; c++)
+    /* each cluster's rest data are its own: in parallel, handed out in small runs (the flagged
+       clusters bunch where the fades are) */
+    int32_t k = C->k;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int32_t c = 0; c < k; c++)
         if (e->flag[c]) csm_cluster_rest(C, &w->P, c, NULL);
     if (changed) C->epoch++; /* weights changed: integrators that keep per-cluster data compare epochs */
     return -1;
@@ -176,11 +186,15 @@ static int add_cluster(csm_rc_engine *e, csm_world *w, int32_t seed, csm_error *
 }
 
 /* Every cluster's stored energy at the step's positions: reclustering's share of the energy
-   budget is its change across a pass that moves weights. */
-static double stored_energy(const csm_world *w, double h)
+   budget is its change across a pass that moves weights. The clusters' energies in parallel,
+   their sum in cluster order. */
+static double stored_energy(const csm_rc_engine *e, const csm_world *w, double h)
 {
-    double sum = 0;
-    for (int32_t c = 0; c < w->C.k; c++) sum += csm_cluster_energy(w, c, w->P.x, w->P.v, h);
+    int32_t k = w->C.k;
+    double *each = e->energy, sum = 0;
+#pragma omp parallel for schedule(static)
+    for (int32_t c = 0; c < k; c++) each[c] = csm_cluster_energy(w, c, w->P.x, w->P.v, h);
+    for (int32_t c = 0; c < k; c++) sum += each[c];
     return sum;
 }
 
@@ -190,7 +204,7 @@ int csm_rc_engine_apply(csm_world *w, void *state, double h, csm_error *err)
 {
     double before = NAN;
     int rc = apply(state, w, h, &before, err);
-    if (rc == 0 && !isnan(before) && w->report) w->report->recluster_energy += stored_energy(w, h) - before;
+    if (rc == 0 && !isnan(before) && w->report) w->report->recluster_energy += stored_energy(state, w, h) - before;
     return rc;
 }
 
@@ -227,16 +241,22 @@ static int apply(csm_rc_engine *e, csm_world *w, double h, double *before, csm_e
     }
 
     /* Sec 3.2.2: particles about to be left without a cluster seed new ones, in particle order;
-       a particle a new cluster took in is no longer a candidate. */
-    for (int32_t i = 0; i < w->P.n; i++) {
-        if (!is_candidate(e, C, i)) continue;
-        if (isnan(*before)) *before = stored_energy(w, h);
+       a particle a new cluster took in is no longer a candidate. An addition only adds live
+       memberships, so no particle becomes a candidate: the first test runs in parallel, and
+       the test in order repeats it for those that passed. */
+    int32_t n = w->P.n;
+    unsigned char *candidate = e->candidate;
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < n; i++) candidate[i] = (unsigned char)is_candidate(e, C, i);
+    for (int32_t i = 0; i < n; i++) {
+        if (!candidate[i] || !is_candidate(e, C, i)) continue;
+        if (isnan(*before)) *before = stored_energy(e, w, h);
         if (add_cluster(e, w, i, err)) return -1;
     }
 
     /* Weights of every particle in a fading cluster change; fades that are complete end. */
     for (int32_t c = 0; c < C->k && isnan(*before); c++)
-        if (C->state[c] != CSM_CLUSTER_ACTIVE) *before = stored_energy(w, h);
+        if (C->state[c] != CSM_CLUSTER_ACTIVE) *before = stored_energy(e, w, h);
     int any_drop = 0;
     for (int32_t c = 0; c < C->k; c++) {
         e->flag[c] = 0;

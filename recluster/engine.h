@@ -54,10 +54,12 @@ struct csm_rc_engine {
     /* scratch over particles and clusters */
     int32_t cap_n, cap_k;
     unsigned char *touched; /* [n] particles whose weights change this step ... */
+    unsigned char *candidate; /* [n] particles that seed a cluster unless an earlier addition takes them in */
     int32_t *touch_list;    /* ... and the same particles as a list */
     int64_t ntouched, cap_touch;
     unsigned char *flag;    /* [k] clusters to drop, then clusters whose rest data change */
     double *cond;           /* [k] cond(F^p) of each cluster, for the marking of Sec 3.2.1 */
+    double *energy;         /* [k] each cluster's stored energy (stored_energy) */
 
     /* embedded */
     int embedding_linear, compare_linear;
