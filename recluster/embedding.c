@@ -355,6 +355,16 @@ static int lg_factor(csm_embedding *E, const csm_clusters *C)
 /* Four doubles as one value, for the four partial sums of the right-hand side (simd.h). */
 typedef double lg_v4d __attribute__((vector_size(4 * sizeof(double))));
 
+/* acc[macc[l] + k] += d[k] lane l, for the 8 memberships of a block in order (each adds to its
+   own particle's sums, as the scalar loop does). */
+static inline __attribute__((always_inline)) void lg_scatter(double *acc, const int32_t *macc, const csm_v8d d[3])
+{
+    double o[3 * CSM_LANES];
+    csm_v8d_store3(o, d);
+    for (int l = 0; l < CSM_LANES; l++)
+        for (int k = 0; k < 3; k++) acc[macc[l] + k] += o[3 * l + k];
+}
+
 /* The sums of the global step over the memberships of C_e, clusters in order. Compiled for each
    instruction set (simd.h). The products of a block of memberships are taken in vector lanes; a
    particle's sums take them one membership after another, and the right-hand side's four partial
@@ -374,12 +384,9 @@ CSM_CLONES static void lg_sums(csm_embedding *E, const csm_clusters *C, int what
         if (what == 0) {
             for (; j + CSM_LANES <= hi; j += CSM_LANES, t += CSM_LANES) {
                 csm_v8d p[3], d[3], w = csm_v8d_load(&C->wmass[j]);
-                double o[3 * CSM_LANES];
                 csm_v8d_load3(&C->p[3 * j], p);
                 for (int k = 0; k < 3; k++) d[k] = w * (T[3 * k] * p[0] + T[3 * k + 1] * p[1] + T[3 * k + 2] * p[2]);
-                csm_v8d_store3(o, d);
-                for (int l = 0; l < CSM_LANES; l++)
-                    for (int k = 0; k < 3; k++) acc[macc[t + l] + k] += o[3 * l + k];
+                lg_scatter(acc, &macc[t], d);
             }
             for (; j < hi; j++, t++) {
                 double d[3];
@@ -412,10 +419,7 @@ CSM_CLONES static void lg_sums(csm_embedding *E, const csm_clusters *C, int what
             double ra[3] = {r[3 * a], r[3 * a + 1], r[3 * a + 2]};
             for (; j + CSM_LANES <= hi; j += CSM_LANES, t += CSM_LANES) {
                 csm_v8d f = csm_v8d_load(&share[t]), d[3] = {f * ra[0], f * ra[1], f * ra[2]};
-                double o[3 * CSM_LANES];
-                csm_v8d_store3(o, d);
-                for (int l = 0; l < CSM_LANES; l++)
-                    for (int k = 0; k < 3; k++) acc[macc[t + l] + k] += o[3 * l + k];
+                lg_scatter(acc, &macc[t], d);
             }
             for (; j < hi; j++, t++)
                 for (int k = 0; k < 3; k++) acc[macc[t] + k] += share[t] * ra[k];
