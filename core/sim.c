@@ -106,6 +106,7 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->mode = cfg->mode;
     w->beta = cfg->beta;
     w->conserve = cfg->conserve;
+    w->lanes = cfg->lanes;
     /* solver.volume: auto splits shape from volume where plasticity can change the rest shape
        (a coupled goal turns the flow's flattening into stored volume energy, see plasticity/)
        and the integrator projects volume; config loading refused an explicit split it cannot run */

@@ -147,6 +147,7 @@ void csm_clusters_free(csm_clusters *c)
     for (int i = 0; i < na; i++) free(*a[i].ptr);
     free(c->offset);
     free(c->poff);
+    csm_cluster_blocks_free(c->blocks);
     memset(c, 0, sizeof *c);
 }
 

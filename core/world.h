@@ -66,6 +66,9 @@ typedef struct csm_clusters {
     double *Q;            /* [18k] 3x6 quadratic part of the goal transform from the last fit */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
     double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */
+    /* the members of CSM_LANES clusters side by side, for the fits' sums (kernel.c; NULL until the first
+       fit, rebuilt when the epoch, k or m change) */
+    struct csm_cluster_blocks *blocks;
 } csm_clusters;
 
 int csm_particles_alloc(csm_particles *p, int32_t n);
@@ -75,6 +78,8 @@ void csm_particles_free(csm_particles *p);
    (a clustering method), then csm_clusters_finish builds the reverse CSR and the rest data. */
 int csm_clusters_alloc(csm_clusters *c, int32_t k, int32_t m, int32_t n);
 void csm_clusters_free(csm_clusters *c);
+/* The kernel's blocks of clusters (csm_clusters.blocks, kernel.c). */
+void csm_cluster_blocks_free(struct csm_cluster_blocks *B);
 
 /* Complete clusters whose offset/member/weight are set: particle -> membership CSR, wmass, rest
    offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, F^p = I, width. Returns the
@@ -214,6 +219,10 @@ enum { CSM_CONSERVE_NONE, CSM_CONSERVE_LINEAR, CSM_CONSERVE_ANGULAR };
 /* solver.volume: how a cluster holds its volume (csm_volume_project in kernel.h). AUTO is a
    config value only; the world holds what it resolved to. */
 enum { CSM_VOLUME_AUTO, CSM_VOLUME_COUPLED, CSM_VOLUME_SPLIT };
+/* solver.lanes: whose sums share a vector in a fit (kernel.c). MEMBERS: 8 members of one cluster,
+   summed across the lanes at the end; CLUSTERS: one cluster per lane, its members summed in order;
+   AUTO: CLUSTERS for blocks of small clusters of about equal size, MEMBERS otherwise. */
+enum { CSM_LANES_AUTO, CSM_LANES_MEMBERS, CSM_LANES_CLUSTERS };
 
 /* The simulated state and the settings every stage reads. */
 typedef struct csm_world {
@@ -236,6 +245,7 @@ typedef struct csm_world {
     int mode;                    /* CSM_MODE_*: goal deformation (Müller 2005 Sec 4) */
     double beta;                 /* share of the linear / quadratic fit in the goals */
     int conserve;                /* CSM_CONSERVE_*: what the goal corrections keep (csm_goal_pass) */
+    int lanes;                   /* CSM_LANES_*: how the fits' sums fill vector lanes (solver.lanes, kernel.c) */
     int volume;                  /* CSM_VOLUME_COUPLED or CSM_VOLUME_SPLIT (solver.volume, resolved) */
     double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (kernel.c) */
     /* The stiffness of the integrator's springs, for the stages that weigh a cluster's stored

@@ -295,6 +295,18 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
         csm_cluster_moments(C, w->P.x, c, gcom, gAxr);
         for (int a = 0; a < 3; a++) assert_close(gcom[a], (double)com[a], 1e-12 * (double)xscale);
         for (int a = 0; a < 9; a++) assert_close(gAxr[a], (double)Axr[a], 1e-12 * (double)scale);
+        /* the pass's own fit (whichever lanes its sums took): x-bar, and F = A_xr A_rr^-1 */
+        const double *inv = &C->A_rr_inv[9 * c];
+        for (int a = 0; a < 3; a++) assert_close(C->com[3 * c + a], (double)com[a], 1e-12 * (double)xscale);
+        for (int a = 0; a < 3; a++)
+            for (int e = 0; e < 3; e++) {
+                long double F = 0, Fsize = 0;
+                for (int q = 0; q < 3; q++) {
+                    F += Axr[3 * a + q] * inv[3 * q + e];
+                    Fsize += fabsl(Axr[3 * a + q] * inv[3 * q + e]) + scale * fabs(inv[3 * q + e]);
+                }
+                assert_close(C->F[9 * c + 3 * a + e], (double)F, 1e-12 * (double)Fsize);
+            }
         csm_fixed_fit fit;
         csm_cluster_fixed_fit(C, w->P.x, w->P.v, c, &fit);
         assert_close(fit.S, (double)S, 1e-12 * (double)sscale);
@@ -371,15 +383,17 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
 /* The moments and goal passes run in lanes and vector loops (simd.h); they must agree with the
    scalar definitions on clusters of every size from 1 to 500 members, planar and inverted ones
    included, with and without the strain clamp, the conserving projections and gains, and in the
-   quadratic mode (whose corrections take their own lanes). */
+   quadratic mode (whose corrections take their own lanes), with the fits' sums in the lanes of
+   one cluster's members and with one cluster per lane (solver.lanes). */
 static void test_lanes_match_reference(void **state)
 {
     (void)state;
-    for (int variant = 0; variant < 3; variant++) {
-        int inverted = variant == 1;
+    for (int variant = 0; variant < 6; variant++) {
+        int inverted = variant % 3 == 1;
         csm_world w;
         make_sizes_world(&w, inverted);
-        if (variant == 2) {
+        w.lanes = variant < 3 ? CSM_LANES_MEMBERS : CSM_LANES_CLUSTERS;
+        if (variant % 3 == 2) {
             w.mode = CSM_MODE_QUADRATIC;
             w.beta = 0.6;
         }
@@ -410,7 +424,7 @@ static void test_lanes_match_reference(void **state)
         int fitted_inverted = 0;
         for (int32_t c = 0; c < k; c++) fitted_inverted += w.C.rank[c] == 3 && csm_m3_det(&w.C.F[9 * c]) < 0;
         assert_true(inverted ? fitted_inverted > k / 2 : fitted_inverted == 0);
-        assert_true((w.C.Q != NULL) == (variant == 2));
+        assert_true((w.C.Q != NULL) == (variant % 3 == 2));
         free(out);
         free(frame);
         free(gain);
@@ -504,6 +518,7 @@ static void test_fit_lanes_same_bits(void **state)
         csm_builder_equal_weights(&b, 0, w.P.n);
         assert_true(csm_clusters_from_builder(&w.C, &b, &w.P) >= 0); /* > 0: some are degenerate */
         csm_builder_free(&b);
+        w.lanes = CSM_LANES_MEMBERS; /* with a cluster per lane, the sums are added in another order */
         int32_t k = w.C.k;
         assert_int_equal(k, 21);
         for (int32_t c = 0; c < k; c += 3) { /* plastic flow in every third cluster */
@@ -543,6 +558,82 @@ static void test_fit_lanes_same_bits(void **state)
     }
 }
 
+/* With one cluster per lane (solver.lanes: clusters), cluster c's sums add its members in order:
+   the same bits as that order in scalar code, x-bar = s / M and F = A_xr A_rr^-1 as fit_begin
+   takes them. */
+static void fit_in_member_order(const csm_clusters *C, const double *x, int32_t c, double com[3], double F[9])
+{
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const double *r = &x[3 * C->member[lo]];
+    double s[15] = {0}, Axr[9];
+    for (int32_t j = lo; j < hi; j++) {
+        double wm = C->wmass[j];
+        const double *xi = &x[3 * C->member[j]], *p = &C->p[3 * j];
+        double d[3] = {wm * (xi[0] - r[0]), wm * (xi[1] - r[1]), wm * (xi[2] - r[2])};
+        for (int a = 0; a < 3; a++) {
+            s[a] += wm * xi[a];
+            s[3 + a] += wm * p[a];
+            for (int e = 0; e < 3; e++) s[6 + 3 * a + e] += d[a] * p[e];
+        }
+    }
+    for (int a = 0; a < 3; a++) com[a] = s[a] / C->mass[c];
+    for (int a = 0; a < 3; a++)
+        for (int e = 0; e < 3; e++) Axr[3 * a + e] = s[6 + 3 * a + e] - (com[a] - r[a]) * s[3 + e];
+    csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F);
+}
+
+static void expect_member_order(const csm_world *w)
+{
+    const csm_clusters *C = &w->C;
+    for (int32_t c = 0; c < C->k; c++) {
+        double com[3], F[9];
+        fit_in_member_order(C, w->P.x, c, com, F);
+        assert_memory_equal(&C->com[3 * c], com, sizeof com);
+        assert_memory_equal(&C->F[9 * c], F, sizeof F);
+    }
+}
+
+/* One cluster per lane: the fits are the bits of each cluster's members added in order, on one
+   thread and on two; the goals of csm_fit_goals_all (taken in the same lanes) are the bits of
+   csm_goals_all's, one cluster at a time, from the same fits; and the members' copy the lanes
+   read follows the clusters when they change (csm_clusters.epoch). */
+static void test_cluster_lanes_keep_member_order_bits(void **state)
+{
+    (void)state;
+    csm_world w;
+    make_sizes_world(&w, 1);
+    w.lanes = CSM_LANES_CLUSTERS;
+    int32_t n = w.P.n, k = w.C.k;
+    size_t n3 = sizeof(double) * 3 * (size_t)n;
+    double *a = malloc(n3), *b = malloc(n3);
+    assert_non_null(a);
+    assert_non_null(b);
+    int threads = csm_get_threads();
+    for (int t = 1; t <= 2; t++) {
+        csm_set_threads(t);
+        csm_fit_all(&w, w.P.x);
+        expect_member_order(&w);
+    }
+    for (int g = 0; g < 2; g++) {
+        double gamma = g ? 0.02 : 0.0;
+        csm_fit_goals_all(&w, w.P.x, gamma, a);
+        expect_member_order(&w);
+        csm_goals_all(&w, w.P.x, gamma, b);
+        assert_memory_equal(a, b, n3);
+    }
+    /* new rest offsets for one cluster, announced by the epoch */
+    int32_t c = k / 2;
+    for (int32_t j = w.C.offset[c]; j < w.C.offset[c + 1]; j++)
+        for (int e = 0; e < 3; e++) w.C.p[3 * j + e] *= 1.25;
+    w.C.epoch++;
+    csm_fit_all(&w, w.P.x);
+    expect_member_order(&w);
+    csm_set_threads(threads);
+    free(a);
+    free(b);
+    free_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_falkenstein_rectangle),
         cmocka_unit_test(test_lanes_match_reference),
         cmocka_unit_test(test_moments_keep_lane_order_bits),
+        cmocka_unit_test(test_cluster_lanes_keep_member_order_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,6 +181,10 @@ const csm_param_spec csm_solver_common_params[] = {
                "with volume split: bulk modulus kappa (Pa) of each cluster's volume term 1/2 kappa V_c (det F - 1)^2, "
                "projected with compliance 1 / (kappa V_c) (Macklin et al. 2016); 0: the bulk stiffness the coupled "
                "springs have at F^p = 1 (Poisson's ratio 0; a hard constraint for pbd, which has no springs)"),
+    CSM_P_ENUM(csm_config, lanes, CSM_LANES_AUTO, "auto|members|clusters",
+               "whose sums share a vector in a fit: members (8 members of one cluster, summed across the lanes at "
+               "the end), clusters (8 clusters side by side, each summing its members in order), auto (clusters for "
+               "blocks of small clusters of about equal size); the same physics, rounded differently"),
     CSM_PARAM_END,
 };
 
@@ -496,7 +500,8 @@ static int load(const char *path, const char *text, const char *const *overrides
     }
     {
         csm_node *rot = csm_node_get(solver, "rotation");
-        static const char *const common[] = {"rotation", "svd", "mode", "beta", "conserve", "volume", "bulk_modulus", NULL};
+        static const char *const common[] = {"rotation", "svd",          "mode",  "beta", "conserve",
+                                             "volume",   "bulk_modulus", "lanes", NULL};
         if (csm_section_plugin(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))
             goto fail;
@@ -515,7 +520,8 @@ static int load(const char *path, const char *text, const char *const *overrides
             d->key = csm_dupstr("rotation", 8);
             csm_node_append(solver, d);
         }
-        /* svd, mode, beta, conserve, volume, bulk_modulus: plain values, filled in with their defaults when absent */
+        /* svd, mode, beta, conserve, volume, bulk_modulus, lanes: plain values, filled in with their defaults
+           when absent */
         csm_value cv[CSM_MAX_PARAMS] = {{0}};
         for (int k = 0; csm_solver_common_params[k].key; k++) {
             const csm_param_spec *spec = &csm_solver_common_params[k];

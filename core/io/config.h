@@ -99,6 +99,7 @@ typedef struct csm_config {
     int conserve;             /* CSM_CONSERVE_* (solver.conserve) */
     int volume;               /* CSM_VOLUME_* (solver.volume) */
     double bulk_modulus;      /* solver.bulk_modulus */
+    int lanes;                /* CSM_LANES_* (solver.lanes) */
     csm_plugin_cfg *forces, *colliders;
     int nforces, ncolliders;
     csm_contact_cfg contact;  /* the contact: section */
@@ -129,7 +130,7 @@ const csm_plugin_head *csm_config_sampling_kinds(int *count);
 const csm_plugin_head *csm_config_sections(int *count);
 
 /* Registered `solver` keys that are not integrator parameters (rotation, svd, mode, beta,
-   conserve, volume, bulk_modulus). */
+   conserve, volume, bulk_modulus, lanes). */
 extern const csm_param_spec csm_solver_common_params[];
 
 /* Format a parameter's default for listings ("0.5", "[0, -9.81, 0]", "rigid"). */

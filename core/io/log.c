@@ -220,6 +220,8 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= csm_h5_attr_double(f, "solver.beta", &cfg->beta, 1);
     static const char *const conserve[] = {"none", "linear", "angular"};
     rc |= csm_h5_attr_string(f, "solver.conserve", conserve[cfg->conserve]);
+    static const char *const lanes[] = {"auto", "members", "clusters"};
+    rc |= csm_h5_attr_string(f, "solver.lanes", lanes[cfg->lanes]);
     rc |= csm_h5_attr_string(f, "clustering", cfg->clustering.plugin->name);
     rc |= csm_h5_attr_string(f, "plasticity", cfg->plasticity.plugin->name);
     rc |= csm_h5_attr_string(f, "reclusterer", cfg->recluster.plugin->name);
