@@ -422,20 +422,28 @@ static int32_t share_start(const csm_clusters *C, int64_t target)
     return a;
 }
 
-/* c rounded up to the start of a block of CSM_LANES clusters (csm_cluster_blocks), or k. */
-static int32_t share_block(const csm_clusters *C, int32_t c)
+/* c, or the end of its block of CSM_LANES clusters when that block holds them one per lane
+   (csm_cluster_blocks), so that one thread fits the whole block. */
+static int32_t share_block(const csm_clusters *C, const csm_cluster_blocks *B, int32_t c)
 {
-    int32_t b = (c + CSM_LANES - 1) / CSM_LANES * CSM_LANES;
-    return b < C->k ? b : C->k;
+    int32_t b = c / CSM_LANES, end = (b + 1) * CSM_LANES;
+    if (!B || c % CSM_LANES == 0 || c >= C->k || B->first[b] == B->first[b + 1]) return c;
+    return end < C->k ? end : C->k;
+}
+
+/* The end of the run of clusters from c that fit_lanes takes at once: the end of c's block, or hi. */
+static int32_t block_end(int32_t c, int32_t hi)
+{
+    int32_t end = (c / CSM_LANES + 1) * CSM_LANES;
+    return end < hi ? end : hi;
 }
 
 /* Inside a parallel region, the clusters [*lo, *hi) the calling thread works on: runs of about
    equal cost, a fit per cluster and the work of each membership, not of equal cluster count
    (a few large clusters would leave a thread idle). Which thread takes a cluster changes no
-   result: each cluster's work is its own. A share starts at a block of CSM_LANES clusters, so that
-   the fits of a block's clusters take its lanes together. Outside a parallel region, every
-   cluster. */
-static void cluster_share(const csm_clusters *C, int32_t *lo, int32_t *hi)
+   result: each cluster's work is its own. No share splits a block that holds its clusters one
+   per lane (B, or NULL). Outside a parallel region, every cluster. */
+static void cluster_share(const csm_clusters *C, const csm_cluster_blocks *B, int32_t *lo, int32_t *hi)
 {
     int t = 0, nt = 1;
 #ifdef _OPENMP
@@ -443,8 +451,8 @@ static void cluster_share(const csm_clusters *C, int32_t *lo, int32_t *hi)
     nt = omp_get_num_threads();
 #endif
     int64_t total = share_cost(C, C->k);
-    *lo = t == 0 ? 0 : share_block(C, share_start(C, total * t / nt));
-    *hi = t == nt - 1 ? C->k : share_block(C, share_start(C, total * (t + 1) / nt));
+    *lo = t == 0 ? 0 : share_block(C, B, share_start(C, total * t / nt));
+    *hi = t == nt - 1 ? C->k : share_block(C, B, share_start(C, total * (t + 1) / nt));
 }
 
 void csm_fit_all(csm_world *w, const double *x)
@@ -455,8 +463,8 @@ void csm_fit_all(csm_world *w, const double *x)
 #pragma omp parallel
     {
         int32_t lo, hi;
-        cluster_share(C, &lo, &hi);
-        for (int32_t c = lo; c < hi; c += CSM_LANES) fit_lanes(w, C, B, x, c, hi - c < CSM_LANES ? hi - c : CSM_LANES);
+        cluster_share(C, B, &lo, &hi);
+        for (int32_t c = lo; c < hi; c = block_end(c, hi)) fit_lanes(w, C, B, x, c, block_end(c, hi) - c);
     }
 }
 
@@ -612,7 +620,7 @@ void csm_goals_all(csm_world *w, const double *x, double gamma, double *out)
 #pragma omp parallel
     {
         int32_t lo, hi;
-        cluster_share(C, &lo, &hi);
+        cluster_share(C, NULL, &lo, &hi);
         for (int32_t c = lo; c < hi; c++) cluster_goals(C, x, c, gamma);
 #pragma omp barrier
         gather_goals(w, x, out, 0.0, NULL);
@@ -628,9 +636,9 @@ static void fit_goals_relax(csm_world *w, const double *x, double gamma, double 
 #pragma omp parallel
     {
         int32_t lo, hi;
-        cluster_share(C, &lo, &hi);
-        for (int32_t b = lo; b < hi; b += CSM_LANES) {
-            int n = hi - b < CSM_LANES ? hi - b : CSM_LANES;
+        cluster_share(C, B, &lo, &hi);
+        for (int32_t b = lo; b < hi; b = block_end(b, hi)) {
+            int n = block_end(b, hi) - b;
             fit_lanes(w, C, B, x, b, n);
             if (!C->Q && B && b % CSM_LANES == 0 && B->first[b / CSM_LANES] < B->first[b / CSM_LANES + 1])
                 goals_across(C, B, b / CSM_LANES, x, gamma);
@@ -876,9 +884,9 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
 #pragma omp parallel
     {
         int32_t lo, hi;
-        cluster_share(C, &lo, &hi);
-        for (int32_t b = lo; b < hi; b += CSM_LANES) {
-            int n = hi - b < CSM_LANES ? hi - b : CSM_LANES;
+        cluster_share(C, B, &lo, &hi);
+        for (int32_t b = lo; b < hi; b = block_end(b, hi)) {
+            int n = block_end(b, hi) - b;
             fit_lanes(w, C, B, x, b, n);
             for (int32_t c = b; c < b + n; c++) cluster_corrections(C, x, c, &p, project);
         }
