@@ -187,9 +187,9 @@ static int32_t block_slots(const csm_clusters *C, int32_t b, int lanes)
 
 /* The blocks of w's clusters, rebuilt when they changed (serial: before a parallel region); NULL
    when memory runs out, and the fits then keep MEMBER_LANES. */
-static const csm_cluster_blocks *cluster_blocks(const csm_world *w)
+static const csm_cluster_blocks *cluster_blocks(csm_world *w)
 {
-    csm_clusters *C = (csm_clusters *)&w->C;
+    csm_clusters *C = &w->C;
     csm_cluster_blocks *B = C->blocks;
     if (B && B->epoch == C->epoch && B->k == C->k && B->m == C->m && B->lanes == w->lanes) return B;
     csm_cluster_blocks_free(B);
@@ -229,6 +229,12 @@ fail:
     csm_cluster_blocks_free(B);
     C->blocks = NULL;
     return NULL;
+}
+
+/* Whether cluster c starts a block of B that holds its clusters one per lane. */
+static int starts_block(const csm_cluster_blocks *B, int32_t c)
+{
+    return B && c % CSM_LANES == 0 && B->first[c / CSM_LANES] < B->first[c / CSM_LANES + 1];
 }
 
 /* The sums of moment_block for the clusters of block b, one per lane, each about its first
@@ -351,14 +357,20 @@ static void fit_end(const csm_world *w, csm_clusters *C, const double *x, int32_
     memcpy(&C->com[3 * c], f->com, sizeof f->com);
 }
 
+/* The fit of cluster c from its moments in f, its rotation from the rotation plugin. */
+static void fit_from_moments(const csm_world *w, csm_clusters *C, const double *x, int32_t c, fit_part *f)
+{
+    fit_begin(C, c, f);
+    csm_polar_ctx polar = {w->svd, &C->q[4 * c]};
+    w->rotation->extract(&polar, f->Apq, f->Fe, &C->R[9 * c]);
+    fit_end(w, C, x, c, f);
+}
+
 void csm_cluster_fit(const csm_world *w, csm_clusters *C, const double *x, int32_t c)
 {
     fit_part f;
     csm_cluster_moments(C, x, c, f.com, f.Axr);
-    fit_begin(C, c, &f);
-    csm_polar_ctx polar = {w->svd, &C->q[4 * c]};
-    w->rotation->extract(&polar, f.Apq, f.Fe, &C->R[9 * c]);
-    fit_end(w, C, x, c, &f);
+    fit_from_moments(w, C, x, c, &f);
 }
 
 /* csm_cluster_fit of clusters [c, c + n), n <= CSM_LANES, their polar decompositions side by
@@ -370,11 +382,9 @@ static void fit_lanes(const csm_world *w, csm_clusters *C, const csm_cluster_blo
                       int n)
 {
     fit_part f[CSM_LANES];
-    int32_t b = c / CSM_LANES;
-    int across = B && c % CSM_LANES == 0 && B->first[b] < B->first[b + 1];
-    if (across) {
+    if (starts_block(B, c)) {
         double s[15][CSM_LANES], r[3][CSM_LANES];
-        moments_across(B, b, x, s, r);
+        moments_across(B, c / CSM_LANES, x, s, r);
         for (int l = 0; l < n; l++) {
             double sl[15], rl[3] = {r[0][l], r[1][l], r[2][l]};
             for (int q = 0; q < 15; q++) sl[q] = s[q][l];
@@ -386,12 +396,7 @@ static void fit_lanes(const csm_world *w, csm_clusters *C, const csm_cluster_blo
     }
     int of = w->rotation->version >= 2 ? w->rotation->polar_of : 0;
     if (of != CSM_POLAR_OF_APQ && of != CSM_POLAR_OF_FE) {
-        for (int l = 0; l < n; l++) {
-            csm_polar_ctx polar = {w->svd, &C->q[4 * (c + l)]};
-            fit_begin(C, c + l, &f[l]);
-            w->rotation->extract(&polar, f[l].Apq, f[l].Fe, &C->R[9 * (c + l)]);
-            fit_end(w, C, x, c + l, &f[l]);
-        }
+        for (int l = 0; l < n; l++) fit_from_moments(w, C, x, c + l, &f[l]);
         return;
     }
     double A[CSM_LANES][9];
@@ -426,8 +431,8 @@ static int32_t share_start(const csm_clusters *C, int64_t target)
    (csm_cluster_blocks), so that one thread fits the whole block. */
 static int32_t share_block(const csm_clusters *C, const csm_cluster_blocks *B, int32_t c)
 {
-    int32_t b = c / CSM_LANES, end = (b + 1) * CSM_LANES;
-    if (!B || c % CSM_LANES == 0 || c >= C->k || B->first[b] == B->first[b + 1]) return c;
+    int32_t start = c / CSM_LANES * CSM_LANES, end = start + CSM_LANES;
+    if (c == start || c >= C->k || !starts_block(B, start)) return c;
     return end < C->k ? end : C->k;
 }
 
@@ -640,7 +645,7 @@ static void fit_goals_relax(csm_world *w, const double *x, double gamma, double 
         for (int32_t b = lo; b < hi; b = block_end(b, hi)) {
             int n = block_end(b, hi) - b;
             fit_lanes(w, C, B, x, b, n);
-            if (!C->Q && B && b % CSM_LANES == 0 && B->first[b / CSM_LANES] < B->first[b / CSM_LANES + 1])
+            if (!C->Q && starts_block(B, b))
                 goals_across(C, B, b / CSM_LANES, x, gamma);
             else
                 for (int32_t c = b; c < b + n; c++) cluster_goals(C, x, c, gamma);
