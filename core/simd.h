@@ -95,12 +95,14 @@ static inline __attribute__((always_inline)) csm_v8d csm_v8d_select(csm_v8l yes,
     return (csm_v8d)((yes & (csm_v8l)a) | (~yes & (csm_v8l)b));
 }
 
-/* whether every lane of a comparison is true */
+/* whether every lane of a comparison is true: halves, quarters, then pairs folded together
+   (three shuffles, where a loop over the lanes moves each lane out of the register alone) */
 static inline __attribute__((always_inline)) int csm_v8l_all(csm_v8l yes)
 {
-    int64_t all = -1;
-    for (int l = 0; l < CSM_LANES; l++) all &= yes[l];
-    return all != 0;
+    csm_v8l a = yes & __builtin_shufflevector(yes, yes, 4, 5, 6, 7, 0, 1, 2, 3);
+    a &= __builtin_shufflevector(a, a, 2, 3, 0, 1, 2, 3, 0, 1);
+    a &= __builtin_shufflevector(a, a, 1, 0, 1, 0, 1, 0, 1, 0);
+    return a[0] != 0;
 }
 
 /* the square root lane by lane (correctly rounded, as sqrt) */
