@@ -1049,20 +1049,31 @@ void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double 
     memcpy(f->Avp, &s[2], sizeof f->Avp);
 }
 
-double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f, const double Fp[9], const double q[4],
-                          double h, double *lag)
+/* The goals' transform T = R F^p (with the split volume's similarity) that cluster c's fit gives
+   at F and A_xr if its plastic deformation were Fp (q its rotation's warm start, not changed);
+   -1 when Fp is singular. */
+static int stored_transform(const csm_world *w, int32_t c, const double F[9], const double Axr[9], const double Fp[9],
+                            const double q[4], double T[9])
 {
-    const csm_clusters *C = &w->C;
-    double Fp_inv[9], Fe[9], Apq[9], R[9], T[9], A[9], qq[4];
-    *lag = NAN;
-    if (csm_m3_inverse(Fp, Fp_inv) == 0.0) return NAN;
-    csm_m3_mul(f->F, Fp_inv, Fe);
-    csm_m3_mul_bt(f->Axr, Fp, Apq);
+    double Fp_inv[9], Fe[9], Apq[9], R[9], qq[4];
+    if (csm_m3_inverse(Fp, Fp_inv) == 0.0) return -1;
+    csm_m3_mul(F, Fp_inv, Fe);
+    csm_m3_mul_bt(Axr, Fp, Apq);
     memcpy(qq, q, sizeof qq); /* the fit's warm start, unchanged */
     csm_polar_ctx polar = {w->svd, qq};
     w->rotation->extract(&polar, Apq, Fe, R);
     csm_m3_mul(R, Fp, T);
-    if (w->volume == CSM_VOLUME_SPLIT) similarity(C, c, f->Axr, Fp, T);
+    if (w->volume == CSM_VOLUME_SPLIT) similarity(&w->C, c, Axr, Fp, T);
+    return 0;
+}
+
+double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f, const double Fp[9], const double q[4],
+                          double h, double *lag)
+{
+    const csm_clusters *C = &w->C;
+    double T[9], A[9];
+    *lag = NAN;
+    if (stored_transform(w, c, f->F, f->Axr, Fp, q, T)) return NAN;
     /* sum w m |d - T p|^2 = S - 2 tr(T^T A_xr) + tr(T A_rr T^T), d = x - xbar, and
        sum w m (g - x) . v = tr(T^T A_vp) + sum w m (xbar - x) . v */
     cluster_arr(C, c, A);
@@ -1313,6 +1324,34 @@ double csm_cluster_energy(const csm_world *w, int32_t c, const double *x, const 
     csm_cluster_fixed_fit(C, x, v, c, &fit);
     double e = csm_cluster_stored(w, c, &fit, &C->Fp[9 * c], &C->q[4 * c], h, &lag) + lag;
     return e + volume_energy(w, c, csm_m3_det(fit.F), h);
+}
+
+double csm_cluster_lag_change(const csm_world *w, int32_t c, const double *x, const double *v, const double *v0,
+                              double h)
+{
+    if (!w->spring_capped) return 0.0;
+    const csm_clusters *C = &w->C;
+    const double *Fp = &C->Fp[9 * c];
+    double com[3], Axr[9], F[9], T[9];
+    csm_cluster_moments(C, x, c, com, Axr);
+    csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
+    if (stored_transform(w, c, F, Axr, Fp, &C->q[4 * c], T)) return NAN;
+    /* the lag's sum w m (g - x) . v = tr(T^T A_vp) + sum w m (xbar - x) . v (csm_cluster_stored) is
+       linear in v: taken on the change of v, which only the members whose velocity changed have */
+    double Q = 0, Avp[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        int32_t i = C->member[j];
+        double dv[3] = {v[3 * i] - v0[3 * i], v[3 * i + 1] - v0[3 * i + 1], v[3 * i + 2] - v0[3 * i + 2]};
+        if (dv[0] == 0 && dv[1] == 0 && dv[2] == 0) continue;
+        double wm = C->wmass[j];
+        const double *xi = &x[3 * i], *p = &C->p[3 * j];
+        Q += wm * ((com[0] - xi[0]) * dv[0] + (com[1] - xi[1]) * dv[1] + (com[2] - xi[2]) * dv[2]);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) Avp[3 * a + b] += wm * dv[a] * p[b];
+    }
+    double dot = Q;
+    for (int a = 0; a < 9; a++) dot += T[a] * Avp[a];
+    return 0.5 * h * csm_spring_stiffness(w, c, Fp, h) * dot;
 }
 
 /* Cluster c's step of the volume constraint C_c = det F - 1 (F = A_xr A_rr^-1, Falkenstein Eq 3;

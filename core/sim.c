@@ -321,7 +321,12 @@ static double potentials(const csm_sim *sim)
    the stored energy of the clusters those particles are in (csm_cluster_energy, before and
    after: x and v as the integrator left them are in before[6n]), and the forces' potentials
    (U0 before). Only the clusters a collider touched are refitted, on their own, so the
-   accounting changes nothing the next step sees. */
+   accounting changes nothing the next step sees; one whose members' positions it left as they
+   were (it changed only velocities, as it does when the projections inside the iterations have
+   already pushed every particle out) stores the same, and only its lag changes
+   (csm_cluster_lag_change). */
+enum { TOUCHED_V = 1, TOUCHED_X = 2 };
+
 static double collider_work(csm_sim *sim, const double *before, double U0, double h)
 {
     csm_world *w = &sim->w;
@@ -335,7 +340,8 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
         if (memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) == 0 && memcmp(&P->v[3 * i], &vb[3 * i], 3 * sizeof *vb) == 0)
             continue;
         work += 0.5 * P->mass[i] * (csm_v3_dot(&P->v[3 * i], &P->v[3 * i]) - csm_v3_dot(&vb[3 * i], &vb[3 * i]));
-        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) sim->touched[C->mcluster[C->pmember[s]]] = 1;
+        uint8_t how = memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) == 0 ? TOUCHED_V : TOUCHED_X;
+        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) sim->touched[C->mcluster[C->pmember[s]]] |= how;
     }
     /* the touched clusters' energies in parallel, summed in fixed blocks (kernel.h): the same bits
        on any thread count; blocks are handed out as threads free up, as the touched clusters
@@ -346,7 +352,10 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
     for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
         double sum = 0;
         for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
-            if (sim->touched[c]) sum += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+            if (sim->touched[c] & TOUCHED_X)
+                sum += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
+            else if (sim->touched[c])
+                sum += csm_cluster_lag_change(w, c, P->x, P->v, vb, h);
         part[b] = sum;
     }
     work += csm_block_total(part);
