@@ -158,7 +158,16 @@ typedef struct placed {
     stride st;
     double n[3], offset; /* plane: the normal and offset at the step's end */
     double R[9];         /* box: its axes at the step's end, as columns */
+    int halfspace;       /* the collider is the half-space n . x < offset: depth is n . x - offset */
 } placed;
+
+/* Whether particle i, not yet pushed this step, is clear of a half-space collider: tested inline
+   for all particles, so that only those at or below the ground pay for the shape's depth call
+   (the same test, the same bits, as plane_depth). */
+static inline int clear_of(const placed *pl, const double *x, int32_t i)
+{
+    return pl->halfspace && csm_v3_dot(pl->n, &x[3 * i]) - pl->offset >= 0;
+}
 
 typedef struct collider collider;
 typedef struct shape_ops {
@@ -326,14 +335,14 @@ static double collider_project(const csm_world *w, void *state, double h, double
         memset(c->hit, 0, (size_t)P->n);
         c->step = w->step;
     }
-    placed pl;
+    placed pl = {.halfspace = 0};
     c->ops->place(c, w->time, h, &pl);
     double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
         double sum = 0;
         for (int32_t i = csm_block_start(P->n, b); i < csm_block_start(P->n, b + 1); i++)
-            sum += project_one(c, w, &pl, h, x, i);
+            if (c->hit[i] || !clear_of(&pl, x, i)) sum += project_one(c, w, &pl, h, x, i);
         part[b] = sum;
     }
     return csm_block_total(part);
@@ -356,13 +365,13 @@ static int collider_apply(csm_world *w, void *state, double h, csm_error *err)
     csm_particles *P = &w->P;
     const response *r = c->r;
     int pushed = c->step == w->step;
-    placed pl;
+    placed pl = {.halfspace = 0};
     c->ops->place(c, w->time, h, &pl);
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < P->n; i++) {
-        if (P->inv_mass[i] == 0.0) continue;
-        double n[3], *x = &P->x[3 * i], *v = &P->v[3 * i];
         int hit = pushed && c->hit[i];
+        if (P->inv_mass[i] == 0.0 || (!hit && clear_of(&pl, P->x, i))) continue;
+        double n[3], *x = &P->x[3 * i], *v = &P->v[3 * i];
         double depth = c->ops->depth(c, &pl, x, i, hit, n);
         if (depth >= 0 && !hit) continue;
         if (depth < 0)
@@ -400,6 +409,7 @@ static void plane_place(const collider *c, double t0, double h, placed *pl)
     stride_begin(&pl->st, c->m, c->centre, t0, h);
     csm_m3_mul_v3(pl->st.R1, s->normal, pl->n);
     pl->offset = csm_v3_dot(pl->n, pl->st.c1);
+    pl->halfspace = 1;
 }
 
 static double plane_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
