@@ -337,10 +337,10 @@ static double collider_work(csm_sim *sim, const double *before, double U0, doubl
     memset(sim->touched, 0, (size_t)C->k);
     double work = potentials(sim) - U0;
     for (int32_t i = 0; i < n; i++) {
-        if (memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) == 0 && memcmp(&P->v[3 * i], &vb[3 * i], 3 * sizeof *vb) == 0)
-            continue;
+        int moved = memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) != 0;
+        if (!moved && memcmp(&P->v[3 * i], &vb[3 * i], 3 * sizeof *vb) == 0) continue;
         work += 0.5 * P->mass[i] * (csm_v3_dot(&P->v[3 * i], &P->v[3 * i]) - csm_v3_dot(&vb[3 * i], &vb[3 * i]));
-        uint8_t how = memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) == 0 ? TOUCHED_V : TOUCHED_X;
+        uint8_t how = moved ? TOUCHED_X : TOUCHED_V;
         for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) sim->touched[C->mcluster[C->pmember[s]]] |= how;
     }
     /* the touched clusters' energies in parallel, summed in fixed blocks (kernel.h): the same bits

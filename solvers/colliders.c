@@ -161,12 +161,17 @@ typedef struct placed {
     int halfspace;       /* the collider is the half-space n . x < offset: depth is n . x - offset */
 } placed;
 
+/* The depth of x below a placed half-space (plane_depth). */
+static inline double halfspace_depth(const placed *pl, const double x[3])
+{
+    return csm_v3_dot(pl->n, x) - pl->offset;
+}
+
 /* Whether particle i, not yet pushed this step, is clear of a half-space collider: tested inline
-   for all particles, so that only those at or below the ground pay for the shape's depth call
-   (the same test, the same bits, as plane_depth). */
+   for all particles, so that only those at or below the ground pay for the shape's depth call. */
 static inline int clear_of(const placed *pl, const double *x, int32_t i)
 {
-    return pl->halfspace && csm_v3_dot(pl->n, &x[3 * i]) - pl->offset >= 0;
+    return pl->halfspace && halfspace_depth(pl, &x[3 * i]) >= 0;
 }
 
 typedef struct collider collider;
@@ -418,7 +423,7 @@ static double plane_depth(collider *c, const placed *pl, const double x[3], int3
     (void)exact;
     (void)c;
     memcpy(n, pl->n, 3 * sizeof *n);
-    return csm_v3_dot(pl->n, x) - pl->offset;
+    return halfspace_depth(pl, x);
 }
 
 static const shape_ops plane_ops = {plane_place, plane_depth, NULL};
