@@ -130,4 +130,35 @@ static inline void csm_m3_rotation_degrees(const double deg[3], double R[9])
     }
 }
 
+/* sin and cos of phi in [0, 2 pi] to within 1e-11: a reduction to |y| <= pi/4 and Taylor series
+   to y^11 and y^12. For tests with a margin, not for results (the library's are those). */
+static inline void csm_sincos_approx(double phi, double *s, double *c)
+{
+    int k = (int)(phi * (2.0 / CSM_PI) + 0.5);
+    double y = phi - k * (0.5 * CSM_PI), y2 = y * y;
+    double sy = y * (1 + y2 * (-1.0 / 6 + y2 * (1.0 / 120 + y2 * (-1.0 / 5040 + y2 * (1.0 / 362880 +
+                                                                                     y2 * (-1.0 / 39916800))))));
+    double cy = 1 + y2 * (-0.5 + y2 * (1.0 / 24 + y2 * (-1.0 / 720 + y2 * (1.0 / 40320 +
+                                                                           y2 * (-1.0 / 3628800 + y2 / 479001600)))));
+    switch (k & 3) {
+    case 0: *s = sy, *c = cy; break;
+    case 1: *s = cy, *c = -sy; break;
+    case 2: *s = -sy, *c = -cy; break;
+    default: *s = -cy, *c = sy; break;
+    }
+}
+
+/* cbrt(a) for a in [1, 8] to within 1e-13 of it: a quadratic through a = 1, 4.5 and 8 (within
+   4 %), then two Halley steps y <- y (y^3 + 2a) / (2y^3 + a), each cubing the relative error. For
+   tests with a margin, as csm_sincos_approx. */
+static inline double csm_cbrt_approx(double a)
+{
+    double y = 0.75855437 + a * (0.25376919 + a * -0.01232356);
+    for (int it = 0; it < 2; it++) {
+        double y3 = y * y * y;
+        y *= (y3 + 2 * a) / (2 * y3 + a);
+    }
+    return y;
+}
+
 #endif

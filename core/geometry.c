@@ -165,11 +165,53 @@ static void cell_offsets_nearest_first(cell_offset out[125])
     qsort(out, 125, sizeof *out, cmp_cell_offset);
 }
 
+/* The sampler's candidates are mostly rejected (each active sample fails `attempts` times before
+   it retires), so each is first placed with cheap approximations of sin, cos and cbrt, good to
+   about 1e-11 of r (csm_math.h): one that lands clearly outside the box, or clearly nearer than
+   r to a sample, is rejected for sure. Only the others (the few accepted and those at the margin)
+   are placed again with the library's functions and tested as before: the same points, bit for
+   bit. */
+#define SAMPLE_MARGIN 1e-6 /* of r, far above the approximations' error */
+
+/* Whether a sample in the 125 cells around cell cq (which hold every sample within r of any point
+   of it) is nearer than r to q. */
+static int poisson_too_near(const double q[3], double r, const double *grid, size_t cq, const ptrdiff_t step[125])
+{
+    for (int o = 0; o < 125; o++) {
+        const double *g = &grid[3 * (size_t)((ptrdiff_t)cq + step[o])];
+        double dd[3] = {q[0] - g[0], q[1] - g[1], q[2] - g[2]};
+        if (csm_v3_dot(dd, dd) < r * r) return 1;
+    }
+    return 0;
+}
+
+/* Whether the approximate position qa is rejected for sure: outside the box, or nearer than r to
+   a sample, by more than the margin. 0 leaves it to the exact test. */
+static int poisson_surely_rejects(const double qa[3], const double half[3], double r, double per_cell,
+                                  const int32_t dim[3], const double *grid, const ptrdiff_t step[125])
+{
+    double m = SAMPLE_MARGIN * r;
+    size_t at = 0;
+    for (int d = 0; d < 3; d++) {
+        if (qa[d] < -half[d] - m || qa[d] > half[d] + m) return 1;
+        if (qa[d] < -half[d] + m || qa[d] > half[d] - m) return 0;
+        /* any cell will do: a sample found within r of qa is one, whichever cell it lies in */
+        at = at * (size_t)dim[d] + (size_t)((qa[d] + half[d]) * per_cell) + 2;
+    }
+    double near = r * r * (1.0 - SAMPLE_MARGIN);
+    for (int o = 0; o < 125; o++) {
+        const double *g = &grid[3 * (size_t)((ptrdiff_t)at + step[o])];
+        double dd[3] = {qa[0] - g[0], qa[1] - g[1], qa[2] - g[2]};
+        if (csm_v3_dot(dd, dd) < near) return 1;
+    }
+    return 0;
+}
+
 /* Bridson 2007, "Fast Poisson disk sampling in arbitrary dimensions": a background grid of cell
    r/sqrt(3) holds at most one sample; k candidates in the shell [r, 2r] around an active sample.
-   As Falkenstein Sec 2.3.1, the bounding box is sampled and points outside are discarded. */
-static void sample_poisson(const csm_shape *o, const double half[3], double r, int attempts,
-                           csm_rng *rng, pointbuf *out)
+   As Falkenstein Sec 2.3.1, the bounding box is sampled and points outside are discarded.
+   reference: every candidate placed and tested with the library's functions alone. */
+static void sample_box(const double half[3], double r, int attempts, csm_rng *rng, int reference, pointbuf *all)
 {
     double cell = r / sqrt(3.0);
     /* the grid has a margin of two empty cells on every side, so the 125 cells around any cell
@@ -186,7 +228,6 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
     ptrdiff_t step[125];
     for (int o = 0; o < 125; o++)
         step[o] = ((ptrdiff_t)near[o].d[0] * dim[1] + near[o].d[1]) * dim[2] + near[o].d[2];
-    pointbuf all = {0};
     int32_t *active = NULL;
     int32_t nactive = 0, cap_active = 0;
 #define CELL_OF(q) \
@@ -194,7 +235,7 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
          (size_t)dim[2] + (size_t)floor(((q)[2] + half[2]) / cell) + 2)
     double first[3];
     for (int d = 0; d < 3; d++) first[d] = (2.0 * csm_rng_uniform(rng) - 1.0) * half[d];
-    push_point(&all, first);
+    push_point(all, first);
     memcpy(&grid[3 * CELL_OF(first)], first, sizeof first);
     cap_active = 1024;
     active = malloc(sizeof *active * (size_t)cap_active);
@@ -202,43 +243,62 @@ static void sample_poisson(const csm_shape *o, const double half[3], double r, i
     active[nactive++] = 0;
     while (nactive > 0) {
         int32_t slot = (int32_t)csm_rng_below(rng, (uint32_t)nactive);
-        const double *base = &all.p[3 * active[slot]];
+        const double *base = &all->p[3 * active[slot]];
         int placed = 0;
         for (int t = 0; t < attempts && !placed; t++) {
             /* uniform direction, radius uniform in volume of the shell [r, 2r] */
             double z = 2.0 * csm_rng_uniform(rng) - 1.0, phi = 2.0 * CSM_PI * csm_rng_uniform(rng);
-            double s = sqrt(1.0 - z * z);
-            double rad = r * cbrt(1.0 + 7.0 * csm_rng_uniform(rng));
-            double q[3] = {base[0] + rad * s * cos(phi), base[1] + rad * s * sin(phi), base[2] + rad * z};
-            int ok = 1;
-            for (int d = 0; d < 3; d++)
-                if (q[d] < -half[d] || q[d] > half[d]) ok = 0;
-            if (!ok) continue;
-            size_t cq = CELL_OF(q);
-            for (int o = 0; o < 125 && ok; o++) {
-                const double *g = &grid[3 * (size_t)((ptrdiff_t)cq + step[o])];
-                double dd[3] = {q[0] - g[0], q[1] - g[1], q[2] - g[2]};
-                if (csm_v3_dot(dd, dd) < r * r) ok = 0;
+            double s = sqrt(1.0 - z * z), a = 1.0 + 7.0 * csm_rng_uniform(rng);
+            if (!reference) {
+                double sa, ca, rad = r * csm_cbrt_approx(a);
+                csm_sincos_approx(phi, &sa, &ca);
+                double qa[3] = {base[0] + rad * s * ca, base[1] + rad * s * sa, base[2] + rad * z};
+                if (poisson_surely_rejects(qa, half, r, 1.0 / cell, dim, grid, step)) continue;
             }
-            if (!ok) continue;
-            push_point(&all, q);
-            base = &all.p[3 * active[slot]]; /* push may have moved the buffer */
+            double rad = r * cbrt(a);
+            double q[3] = {base[0] + rad * s * cos(phi), base[1] + rad * s * sin(phi), base[2] + rad * z};
+            int inside = 1;
+            for (int d = 0; d < 3; d++)
+                if (q[d] < -half[d] || q[d] > half[d]) inside = 0;
+            if (!inside) continue;
+            size_t cq = CELL_OF(q);
+            if (poisson_too_near(q, r, grid, cq, step)) continue;
+            push_point(all, q);
+            base = &all->p[3 * active[slot]]; /* push may have moved the buffer */
             memcpy(&grid[3 * cq], q, sizeof q);
             if (nactive == cap_active) {
                 cap_active *= 2;
                 active = realloc(active, sizeof *active * (size_t)cap_active);
                 if (!active) abort();
             }
-            active[nactive++] = all.n - 1;
+            active[nactive++] = all->n - 1;
             placed = 1;
         }
         if (!placed) active[slot] = active[--nactive];
     }
 #undef CELL_OF
-    push_inside(o, all.p, all.n, out);
-    free(all.p);
     free(active);
     free(grid);
+}
+
+void csm_sample_poisson_box(const double half[3], double r, int attempts, uint64_t seed, uint64_t stream,
+                            int reference, double **points, int32_t *count)
+{
+    csm_rng rng;
+    csm_rng_seed(&rng, seed, stream);
+    pointbuf all = {0};
+    sample_box(half, r, attempts, &rng, reference, &all);
+    *points = all.p;
+    *count = all.n;
+}
+
+static void sample_poisson(const csm_shape *o, const double half[3], double r, int attempts, csm_rng *rng,
+                           pointbuf *out)
+{
+    pointbuf all = {0};
+    sample_box(half, r, attempts, rng, 0, &all);
+    push_inside(o, all.p, all.n, out);
+    free(all.p);
 }
 
 int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error *err)

@@ -28,6 +28,14 @@ int csm_shape_inside(const csm_shape *s, const double p[3]);
 int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points,
                       int32_t *count, double *volume, double *spacing, csm_error *err);
 
+/* Bridson's Poisson-disk sampling of the box [-half, half] at spacing r, with `attempts`
+   candidates per active sample, from the random stream (seed, stream): the points (malloc'd,
+   3 * count) in the order they were placed. reference: every candidate placed with the library's
+   sin, cos and cbrt alone (the sampler's definition); otherwise most are rejected first from
+   approximations with a margin, which gives the same points, bit for bit. */
+void csm_sample_poisson_box(const double half[3], double r, int attempts, uint64_t seed, uint64_t stream,
+                            int reference, double **points, int32_t *count);
+
 /* Uniform grid over points for radius queries (cell size = radius). */
 typedef struct csm_grid {
     double cell;

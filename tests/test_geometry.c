@@ -87,6 +87,52 @@ static void test_poisson_spacing_and_determinism(void **state)
     csm_config_free(&cfg);
 }
 
+/* The sampler's approximations are held to the bounds its margin (1e-6 of r) relies on:
+   sin and cos within 1e-11 on [0, 2 pi], cbrt within 1e-13 relative on [1, 8]. */
+static void test_sampler_approximations(void **state)
+{
+    (void)state;
+    double worst_trig = 0, worst_cbrt = 0;
+    for (int i = 0; i <= 1000000; i++) {
+        double phi = 2.0 * CSM_PI * i / 1e6, s, c, a = 1.0 + 7.0 * i / 1e6;
+        csm_sincos_approx(phi, &s, &c);
+        worst_trig = fmax(worst_trig, fmax(fabs(s - sin(phi)), fabs(c - cos(phi))));
+        worst_cbrt = fmax(worst_cbrt, fabs(csm_cbrt_approx(a) / cbrt(a) - 1.0));
+    }
+    assert_true(worst_trig < 1e-11);
+    assert_true(worst_cbrt < 1e-13);
+}
+
+/* The Poisson sampler rejects most candidates from approximations of sin, cos and cbrt with a
+   margin, and places the rest with the library's functions; it must give the reference sampler's
+   points bit for bit: cubes, slabs thinner than a cell, a rod, spacings that do and do not
+   divide the box, 1 and 30 attempts, several seeds. */
+static void test_poisson_fast_path_is_reference(void **state)
+{
+    (void)state;
+    const struct {
+        double half[3], r;
+        int attempts;
+    } cases[] = {{{0.5, 0.5, 0.5}, 0.05, 30}, {{2.0, 0.5, 0.5}, 0.0775, 30}, {{0.5, 0.5, 0.01}, 0.04, 30},
+                 {{1.0, 0.03, 0.03}, 0.02, 30},  {{0.3, 0.3, 0.3}, 0.1, 1},        {{0.25, 0.5, 0.75}, 0.0333, 7}};
+    int64_t total = 0;
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            double *fast, *ref;
+            int32_t nf, nr;
+            csm_sample_poisson_box(cases[t].half, cases[t].r, cases[t].attempts, seed, 7, 0, &fast, &nf);
+            csm_sample_poisson_box(cases[t].half, cases[t].r, cases[t].attempts, seed, 7, 1, &ref, &nr);
+            assert_int_equal(nf, nr);
+            assert_memory_equal(fast, ref, sizeof(double) * 3 * (size_t)nr);
+            for (int32_t i = 0; i < nr; i++)
+                for (int d = 0; d < 3; d++) assert_true(fabs(ref[3 * i + d]) <= cases[t].half[d]);
+            total += nr;
+            free(fast);
+            free(ref);
+        }
+    assert_true(total > 20000);
+}
+
 static void test_random_radius(void **state)
 {
     (void)state;
@@ -152,6 +198,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_counts),
         cmocka_unit_test(test_poisson_spacing_and_determinism),
+        cmocka_unit_test(test_sampler_approximations),
+        cmocka_unit_test(test_poisson_fast_path_is_reference),
         cmocka_unit_test(test_random_radius),
         cmocka_unit_test(test_placement_and_pinning),
     };
