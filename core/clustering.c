@@ -195,6 +195,42 @@ static void fcm_lanes_make(fcm_lanes *z, const double *centres, int32_t k, const
     }
 }
 
+/* The m = 2 row's first half for point x: inv[c] = 1 / d_c^2 (0 for dead centres and padding),
+   into *total their sum in lanes and into *dmin the nearest live d^2. One lane block's share is
+   fcm_inverse_block, which fcm_sums_m2 also runs beside another point's sums. */
+static inline __attribute__((always_inline)) void fcm_inverse_block(const double x[3], const fcm_lanes *z, int32_t c,
+                                                                     double *restrict inv, double s[CSM_LANES],
+                                                                     double lo[CSM_LANES])
+{
+    const double *restrict cx = z->cx, *restrict cy = z->cy, *restrict cz = z->cz, *restrict live = z->live;
+#pragma omp simd
+    for (int l = 0; l < CSM_LANES; l++) {
+        double dx = x[0] - cx[c + l], dy = x[1] - cy[c + l], dz = x[2] - cz[c + l];
+        double d = dx * dx + dy * dy + dz * dz;
+        double r = live[c + l] > 0 ? 1.0 / d : 0.0;
+        double dl = live[c + l] > 0 ? d : INFINITY;
+        lo[l] = dl < lo[l] ? dl : lo[l];
+        inv[c + l] = r;
+        s[l] += r;
+    }
+}
+
+/* The lanes' partial sums and minima of fcm_inverse_block to the row's total and dmin; whether
+   the row can be taken this way (x on no centre, a live one, 1 / d^2 in the range of a double). */
+static inline __attribute__((always_inline)) int fcm_inverse_total(const double s[CSM_LANES],
+                                                                   const double lo[CSM_LANES], double *total)
+{
+    double dmin = INFINITY;
+    *total = csm_lanes_sum(s);
+    for (int l = 0; l < CSM_LANES; l++) dmin = lo[l] < dmin ? lo[l] : dmin;
+    return dmin > 0 && *total >= DBL_MIN && *total < INFINITY;
+}
+
+static inline __attribute__((always_inline)) void fcm_lanes_start(double s[CSM_LANES], double lo[CSM_LANES])
+{
+    for (int l = 0; l < CSM_LANES; l++) s[l] = 0, lo[l] = INFINITY;
+}
+
 /* The memberships of point x (of mass `mass`) for m = 2 into u[k], written over its previous
    row, and with acc its share of the centres' sums [4][kp]; returns the largest change.
    u_ic = 1 / sum_j (d_ic / d_ij)^2 (Jones 2015) is taken as (1 / d_ic^2) / sum_j (1 / d_ij^2):
@@ -204,24 +240,10 @@ static void fcm_lanes_make(fcm_lanes *z, const double *centres, int32_t k, const
 CSM_CLONES static double fcm_row_m2(const double x[3], double mass, const fcm_lanes *z, double *restrict inv,
                                     double *restrict u, double *restrict acc)
 {
-    const double *restrict cx = z->cx, *restrict cy = z->cy, *restrict cz = z->cz, *restrict live = z->live;
-    double s[CSM_LANES] = {0}, lo[CSM_LANES];
-    for (int l = 0; l < CSM_LANES; l++) lo[l] = INFINITY;
-    for (int32_t c = 0; c < z->kp; c += CSM_LANES) {
-#pragma omp simd
-        for (int l = 0; l < CSM_LANES; l++) {
-            double dx = x[0] - cx[c + l], dy = x[1] - cy[c + l], dz = x[2] - cz[c + l];
-            double d = dx * dx + dy * dy + dz * dz;
-            double r = live[c + l] > 0 ? 1.0 / d : 0.0;
-            double dl = live[c + l] > 0 ? d : INFINITY;
-            lo[l] = dl < lo[l] ? dl : lo[l];
-            inv[c + l] = r;
-            s[l] += r;
-        }
-    }
-    double dmin = INFINITY, total = csm_lanes_sum(s);
-    for (int l = 0; l < CSM_LANES; l++) dmin = lo[l] < dmin ? lo[l] : dmin;
-    if (!(dmin > 0) || !(total >= DBL_MIN && total < INFINITY)) return -1;
+    double s[CSM_LANES], lo[CSM_LANES], total;
+    fcm_lanes_start(s, lo);
+    for (int32_t c = 0; c < z->kp; c += CSM_LANES) fcm_inverse_block(x, z, c, inv, s, lo);
+    if (!fcm_inverse_total(s, lo, &total)) return -1;
     double rs = 1.0 / total, change = 0;
     if (!acc) {
 #pragma omp simd reduction(max : change)
@@ -264,6 +286,49 @@ static double fcm_row(const double x[3], double mass, const fcm_lanes *z, const 
         }
     }
     return change;
+}
+
+/* The centres' sums of points [i0, i1) for m = 2 into acc [4][kp], with no row kept: what
+   fcm_row_m2 adds point after point, in a software pipeline. The loop that adds point i's share
+   also takes point i + 1's divisions, so the divider, which bounds the row, works while the sums
+   are added. Each point's operations and the sums' order are fcm_row_m2's, so are the bits. A
+   point it would refuse goes to fcm_row. inv: scratch [2 kp]; row: scratch [k]. */
+CSM_CLONES static void fcm_sums_m2(const double *x, const double *mass, int32_t i0, int32_t i1, const fcm_lanes *z,
+                                   const double *centres, const unsigned char *state, double *restrict inv,
+                                   double *restrict row, double *restrict acc)
+{
+    int32_t kp = z->kp;
+    double *restrict W = acc, *restrict Sx = acc + kp, *restrict Sy = acc + 2 * kp, *restrict Sz = acc + 3 * kp;
+    double *cur = inv, *nxt = inv + kp, s[CSM_LANES], lo[CSM_LANES], total;
+    fcm_lanes_start(s, lo);
+    for (int32_t c = 0; c < kp; c += CSM_LANES) fcm_inverse_block(&x[3 * i0], z, c, cur, s, lo);
+    int ok = fcm_inverse_total(s, lo, &total);
+    for (int32_t i = i0; i < i1; i++) {
+        const double *xi = &x[3 * i], *xn = &x[3 * (i + 1 < i1 ? i + 1 : i)]; /* the last takes its own again */
+        fcm_lanes_start(s, lo);
+        if (ok) {
+            double rs = 1.0 / total, wm = mass[i];
+            for (int32_t c = 0; c < kp; c += CSM_LANES) {
+                fcm_inverse_block(xn, z, c, nxt, s, lo);
+                /* padding lanes add 0: their inverse is 0 */
+#pragma omp simd
+                for (int l = 0; l < CSM_LANES; l++) {
+                    double v = cur[c + l] * rs, wt = wm * (v * v);
+                    W[c + l] += wt;
+                    Sx[c + l] += wt * xi[0];
+                    Sy[c + l] += wt * xi[1];
+                    Sz[c + l] += wt * xi[2];
+                }
+            }
+        } else {
+            fcm_row(xi, mass[i], z, centres, state, 2.0, cur, row, acc);
+            for (int32_t c = 0; c < kp; c += CSM_LANES) fcm_inverse_block(xn, z, c, nxt, s, lo);
+        }
+        ok = fcm_inverse_total(s, lo, &total);
+        double *t = cur;
+        cur = nxt;
+        nxt = t;
+    }
 }
 
 /* The points in blocks of at least 64 and at most 256 blocks: the centres' sums are taken per
@@ -364,16 +429,21 @@ static int fcm_sums_settled(const double *x, const double *mass, int32_t count, 
     int moved = !prev;
 #pragma omp parallel
     {
-        double *inv = calloc((size_t)z.kp + (size_t)k, sizeof *inv); /* the row compared with: set */
+        double *inv = calloc(2 * (size_t)z.kp + (size_t)k, sizeof *inv); /* the row compared with: set */
         if (!inv) abort();
-        double *row = inv + z.kp;
+        double *row = inv + 2 * z.kp;
 #pragma omp for schedule(static)
         for (int32_t b = 0; b < nb; b++) {
             double *a = &acc[(size_t)b * 4 * (size_t)z.kp];
-            for (int32_t i = fcm_block_start(count, nb, b); i < fcm_block_start(count, nb, b + 1); i++) {
+            int32_t end = fcm_block_start(count, nb, b + 1);
+            for (int32_t i = fcm_block_start(count, nb, b); i < end; i++) {
                 int seen;
 #pragma omp atomic read
                 seen = moved;
+                if (seen && m == 2.0) { /* no row is compared any more: the rest of the block's sums */
+                    fcm_sums_m2(x, mass, i, end, &z, centres, state, inv, row, a);
+                    break;
+                }
                 if (!seen) fcm_row(&x[3 * i], mass[i], &zp, prev, state, m, inv, row, NULL);
                 double dv = fcm_row(&x[3 * i], mass[i], &z, centres, state, m, inv, row, a);
                 if (!seen && dv > tolerance) {
