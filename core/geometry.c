@@ -2,6 +2,7 @@
 
 #include "csm_math.h"
 #include "rng.h"
+#include "simd.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -104,6 +105,56 @@ static void push_point(pointbuf *b, const double q[3])
     memcpy(&b->p[3 * b->n++], q, 3 * sizeof(double));
 }
 
+/* Spread the low 10 bits of v to every third bit (a Morton code's one axis). */
+static uint32_t morton_spread(uint32_t v)
+{
+    v &= 0x3ff;
+    v = (v | (v << 16)) & 0x030000ff;
+    v = (v | (v << 8)) & 0x0300f00f;
+    v = (v | (v << 4)) & 0x030c30c3;
+    return (v | (v << 2)) & 0x09249249;
+}
+
+typedef struct key_index {
+    int64_t key;
+    int32_t index;
+} key_index;
+
+static int cmp_key_index(const void *a, const void *b)
+{
+    const key_index *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* in[k] = csm_mesh_inside for each candidate: the candidates in Morton order of the box, 8 near
+   ones to a walk of the tree (csm_mesh_winding_lanes, the same bits as one at a time). */
+static void mesh_inside_all(const csm_shape *o, const double *cand, int32_t n, unsigned char *in)
+{
+    key_index *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
+    if (!order) abort();
+    for (int32_t k = 0; k < n; k++) {
+        int64_t key = 0;
+        for (int d = 0; d < 3; d++) {
+            double t = o->half[d] > 0 ? (cand[3 * k + d] + o->half[d]) / (2.0 * o->half[d]) : 0.0;
+            uint32_t cell = t > 0 ? (t < 1 ? (uint32_t)(t * 1024.0) : 1023u) : 0u;
+            key |= (int64_t)morton_spread(cell) << d;
+        }
+        order[k] = (key_index){key, k};
+    }
+    qsort(order, (size_t)n, sizeof *order, cmp_key_index);
+    int32_t packs = (n + CSM_LANES - 1) / CSM_LANES;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int32_t b = 0; b < packs; b++) {
+        double p[3 * CSM_LANES], w[CSM_LANES];
+        int m = n - b * CSM_LANES < CSM_LANES ? n - b * CSM_LANES : CSM_LANES;
+        for (int l = 0; l < m; l++) memcpy(&p[3 * l], &cand[3 * order[b * CSM_LANES + l].index], sizeof(double) * 3);
+        csm_mesh_winding_lanes(&o->mesh, p, m, w);
+        for (int l = 0; l < m; l++) in[order[b * CSM_LANES + l].index] = fabs(w[l]) >= 0.5;
+    }
+    free(order);
+}
+
 /* The candidates inside the shape, appended to out in their order. A mesh's inside test (a
    winding number) is most of a mesh object's set-up: the tests run in parallel, the points are
    kept in order, so the sample does not depend on the thread count. */
@@ -111,8 +162,9 @@ static void push_inside(const csm_shape *o, const double *cand, int32_t n, point
 {
     unsigned char *in = malloc((size_t)(n > 0 ? n : 1));
     if (!in) abort();
-#pragma omp parallel for schedule(dynamic, 256) if (o->o->shape_type == CSM_SHAPE_MESH)
-    for (int32_t k = 0; k < n; k++) in[k] = (unsigned char)csm_shape_inside(o, &cand[3 * k]);
+    if (o->o->shape_type == CSM_SHAPE_MESH) mesh_inside_all(o, cand, n, in);
+    else
+        for (int32_t k = 0; k < n; k++) in[k] = (unsigned char)csm_shape_inside(o, &cand[3 * k]);
     for (int32_t k = 0; k < n; k++)
         if (in[k]) push_point(out, &cand[3 * k]);
     free(in);
@@ -434,17 +486,6 @@ static void cell_coords(const double *q, double cell, int64_t c[3])
     for (int d = 0; d < 3; d++) c[d] = (int64_t)floor(q[d] / cell);
 }
 
-typedef struct key_index {
-    int64_t key;
-    int32_t index;
-} key_index;
-
-static int cmp_key_index(const void *a, const void *b)
-{
-    const key_index *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
 
 int csm_grid_build(csm_grid *g, const double *points, int32_t n, double cell)
 {

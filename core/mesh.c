@@ -4,6 +4,7 @@
 #include "grow.h"
 
 #include "csm_math.h"
+#include "simd.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -555,6 +556,59 @@ double csm_mesh_winding(const csm_mesh *m, const double p[3])
 }
 
 int csm_mesh_inside(const csm_mesh *m, const double p[3]) { return fabs(csm_mesh_winding(m, p)) >= 0.5; }
+
+/* csm_mesh_winding of n <= CSM_LANES points in one walk of the tree. The walk is csm_mesh_winding's
+   (a node, then its right subtree, then its left); each point leaves it where its own walk would,
+   at a far node (that point's far-field term) or a leaf (its triangles one by one), so each point
+   adds the same terms in the same order: the same bits. Nearby points share most of the walk, and
+   a node's test is one vector operation for all of them. */
+CSM_CLONES void csm_mesh_winding_lanes(const csm_mesh *m, const double *p, int n, double *w)
+{
+    if (m->nnode == 0 || n < 1 || n > CSM_LANES) {
+        for (int l = 0; l < n; l++) w[l] = csm_mesh_winding(m, &p[3 * l]);
+        return;
+    }
+    csm_v8d px, py, pz, sum = csm_v8d_set1(0.0);
+    csm_v8l live;
+    for (int l = 0; l < CSM_LANES; l++) {
+        const double *q = &p[3 * (l < n ? l : 0)]; /* idle lanes repeat the first point */
+        px[l] = q[0], py[l] = q[1], pz[l] = q[2], live[l] = l < n ? -1 : 0;
+    }
+    int32_t stack[128];
+    csm_v8l lanes[128]; /* the points that go down that subtree */
+    int top = 0;
+    stack[top] = 0;
+    lanes[top++] = live;
+    while (top > 0) {
+        top--;
+        const csm_mesh_node *nd = &m->node[stack[top]];
+        csm_v8l in = lanes[top];
+        double far = FAR_FIELD_RADII * nd->radius;
+        csm_v8d dx = nd->centre[0] - px, dy = nd->centre[1] - py, dz = nd->centre[2] - pz;
+        csm_v8d dist2 = dx * dx + dy * dy + dz * dz;
+        csm_v8l is_far = in & (dist2 > far * far), near = in & ~is_far;
+        if (!csm_v8l_all(~is_far)) {
+            /* Barill et al. 2018 Eq 11, first order: Omega ~ N . (c - p) / |c - p|^3 */
+            csm_v8d term = (nd->normal[0] * dx + nd->normal[1] * dy + nd->normal[2] * dz) / (dist2 * csm_v8d_sqrt(dist2));
+            sum = csm_v8d_select(is_far, sum + term, sum);
+        }
+        if (csm_v8l_all(~near)) continue;
+        if (nd->count > 0) {
+            for (int l = 0; l < CSM_LANES; l++) {
+                if (!near[l]) continue;
+                double q[3] = {px[l], py[l], pz[l]}, t = sum[l];
+                for (int32_t k = nd->first; k < nd->first + nd->count; k++) t += solid_angle(m, m->order[k], q);
+                sum[l] = t;
+            }
+        } else {
+            stack[top] = nd->left;
+            lanes[top++] = near;
+            stack[top] = nd->right;
+            lanes[top++] = near;
+        }
+    }
+    for (int l = 0; l < n; l++) w[l] = sum[l] / (4.0 * CSM_PI);
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Distance: the point of a triangle nearest to p, by the region of the triangle's plane p

@@ -140,6 +140,47 @@ static void sphere_mesh(int N, double **vout, int32_t **tout, int32_t *nvout, in
     *vout = v, *tout = tri, *nvout = nv, *ntout = nt;
 }
 
+/* csm_mesh_winding_lanes walks the tree once for up to 8 points; each must get csm_mesh_winding's
+   value bit for bit: packets of 1 to 8 points, near one another and scattered, inside, outside,
+   within a hair of the surface and on vertices, on the sphere mesh (many levels) and on a mesh
+   too small for a tree. */
+static void test_winding_lanes_are_winding(void **state)
+{
+    (void)state;
+    double *v;
+    int32_t *tri, nv, nt;
+    sphere_mesh(24, &v, &tri, &nv, &nt);
+    csm_mesh m, flat;
+    mesh_with_tree(&m, v, nv, tri, nt);
+    assert_int_equal(csm_mesh_from_arrays(&flat, v, 4, tri, 1), 0); /* one triangle, no tree */
+    csm_rng rng;
+    csm_rng_seed(&rng, 29, 0);
+    int64_t differ = 0, far_and_near = 0;
+    for (int k = 0; k < 600; k++) {
+        int n = 1 + k % 8;
+        double p[24], w[8], centre[3], spread = k % 3 == 0 ? 1.5 : k % 3 == 1 ? 0.05 : 1e-9;
+        for (int d = 0; d < 3; d++) centre[d] = 2.4 * csm_rng_uniform(&rng) - 1.2;
+        for (int l = 0; l < n; l++)
+            for (int d = 0; d < 3; d++) p[3 * l + d] = centre[d] + spread * (2.0 * csm_rng_uniform(&rng) - 1.0);
+        if (k % 5 == 0) memcpy(&p[0], &v[3 * (k % nv)], sizeof(double) * 3); /* on a vertex */
+        const csm_mesh *mm = k % 50 == 7 ? &flat : &m;
+        csm_mesh_winding_lanes(mm, p, n, w);
+        int in = 0;
+        for (int l = 0; l < n; l++) {
+            double one = csm_mesh_winding(mm, &p[3 * l]);
+            differ += memcmp(&one, &w[l], sizeof one) != 0;
+            in += fabs(one) >= 0.5;
+        }
+        far_and_near += in > 0 && in < n;
+    }
+    assert_int_equal(differ, 0);
+    assert_true(far_and_near > 20); /* packets that split between inside and outside */
+    csm_mesh_free(&m);
+    csm_mesh_free(&flat);
+    free(v);
+    free(tri);
+}
+
 /* A finely triangulated sphere (a cube's faces split into a grid, projected), so the tree has
    many levels; the far-field approximation must classify like the exact sum. */
 static void test_fast_winding_matches_exact(void **state)
@@ -440,6 +481,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_closed_mesh_winding),        cmocka_unit_test(test_open_and_misoriented_mesh),
         cmocka_unit_test(test_fast_winding_matches_exact), cmocka_unit_test(test_tree_order_is_the_definition),
+        cmocka_unit_test(test_winding_lanes_are_winding),
         cmocka_unit_test(test_off_and_obj_files),
         cmocka_unit_test(test_malformed_meshes),           cmocka_unit_test(test_mesh_shape),
         cmocka_unit_test(test_target_particle_count),
