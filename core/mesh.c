@@ -370,16 +370,45 @@ double csm_mesh_signed_volume(const csm_mesh *m)
 /* ------------------------------------------------------------------------------------------ */
 /* The tree: median splits along the longest extent of the triangles' centroids. */
 
+/* A triangle's key for sorting: its centroid along one axis as an unsigned integer that orders
+   as the double does, -0 and +0 alike. */
 typedef struct tri_key {
-    double key;
+    uint64_t key;
     int32_t tri;
 } tri_key;
 
-static int cmp_tri_key(const void *a, const void *b)
+static uint64_t sortable(double x)
 {
-    const tri_key *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->tri < y->tri ? -1 : x->tri > y->tri;
+    x += 0.0; /* -0 to +0 */
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u >> 63 ? ~u : u | 0x8000000000000000ull;
+}
+
+/* out[nt]: the triangles by (centroid along axis d, index), by a stable radix sort of 11-bit
+   digits from the lowest (a digit every key shares is skipped); keys, tmp: scratch [nt]. */
+static void sort_by_centroid(const double *cen, int d, int32_t nt, tri_key *keys, tri_key *tmp, int32_t *out)
+{
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    for (int32_t t = 0; t < nt; t++) keys[t] = (tri_key){sortable(cen[3 * t + d]), t};
+    int32_t *count = malloc(sizeof *count * BUCKETS);
+    if (!count) abort();
+    for (int shift = 0; shift < 64; shift += BITS) {
+        memset(count, 0, sizeof *count * BUCKETS);
+        for (int32_t t = 0; t < nt; t++) count[keys[t].key >> shift & (BUCKETS - 1)]++;
+        if (nt == 0 || count[keys[0].key >> shift & (BUCKETS - 1)] == nt) continue;
+        for (int32_t b = 0, at = 0; b < BUCKETS; b++) {
+            int32_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (int32_t t = 0; t < nt; t++) tmp[count[keys[t].key >> shift & (BUCKETS - 1)]++] = keys[t];
+        tri_key *swap = keys;
+        keys = tmp;
+        tmp = swap;
+    }
+    for (int32_t t = 0; t < nt; t++) out[t] = keys[t].tri;
+    free(count);
 }
 
 /* What the build reads of every triangle, computed once: centroid and area vector
@@ -389,6 +418,7 @@ static int cmp_tri_key(const void *a, const void *b)
 typedef struct tree_build {
     double *cen;       /* [3 nt] */
     double *area;      /* [3 nt] */
+    double *size;      /* [nt] |A_t| */
     int32_t *axis[3];  /* [nt] each: triangles by (centroid along the axis, index) */
     int32_t *tmp;      /* [nt] partition scratch */
     unsigned char *in; /* [nt] on the left of the split being made */
@@ -402,7 +432,7 @@ static void node_stats(const csm_mesh *m, const tree_build *tb, csm_mesh_node *n
     memset(nd->normal, 0, sizeof nd->normal);
     for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
         const double *n = &tb->area[3 * m->order[k]], *c = &tb->cen[3 * m->order[k]];
-        double a = sqrt(csm_v3_dot(n, n));
+        double a = tb->size[m->order[k]];
         area += a;
         for (int d = 0; d < 3; d++) {
             nd->normal[d] += n[d];
@@ -471,11 +501,12 @@ int csm_mesh_build_tree(csm_mesh *m)
     size_t nt = (size_t)(m->nt > 0 ? m->nt : 1);
     m->node = malloc(sizeof *m->node * 2 * nt);
     m->order = malloc(sizeof *m->order * nt);
-    tree_build tb = {malloc(sizeof *tb.cen * 3 * nt), malloc(sizeof *tb.area * 3 * nt), {NULL, NULL, NULL}, NULL, NULL};
+    tree_build tb = {malloc(sizeof *tb.cen * 3 * nt), malloc(sizeof *tb.area * 3 * nt), malloc(sizeof *tb.size * nt),
+                     {NULL, NULL, NULL}, NULL, NULL};
     int32_t *index = malloc(sizeof *index * 4 * nt);
-    tri_key *keys = malloc(sizeof *keys * nt);
+    tri_key *keys = malloc(sizeof *keys * 2 * nt);
     tb.in = malloc(nt);
-    int rc = m->node && m->order && tb.cen && tb.area && index && keys && tb.in ? 0 : -1;
+    int rc = m->node && m->order && tb.cen && tb.area && tb.size && index && keys && tb.in ? 0 : -1;
     for (int d = 0; d < 3 && !rc; d++) tb.axis[d] = index + (size_t)d * nt;
     tb.tmp = index ? index + 3 * nt : NULL;
     for (int32_t t = 0; t < m->nt && !rc; t++) {
@@ -486,19 +517,17 @@ int csm_mesh_build_tree(csm_mesh *m)
             tb.area[3 * t + d] *= 0.5;
             tb.cen[3 * t + d] = (a[d] + b[d] + c[d]) / 3.0;
         }
+        tb.size[t] = sqrt(csm_v3_dot(&tb.area[3 * t], &tb.area[3 * t]));
         m->order[t] = t;
     }
-    for (int d = 0; d < 3 && !rc; d++) {
-        for (int32_t t = 0; t < m->nt; t++) keys[t] = (tri_key){tb.cen[3 * t + d], t};
-        qsort(keys, (size_t)m->nt, sizeof *keys, cmp_tri_key);
-        for (int32_t t = 0; t < m->nt; t++) tb.axis[d][t] = keys[t].tri;
-    }
+    for (int d = 0; d < 3 && !rc; d++) sort_by_centroid(tb.cen, d, m->nt, keys, keys + nt, tb.axis[d]);
     if (!rc && m->nt > 0) build_node(m, &tb, 0, m->nt);
     free(keys);
     free(index);
     free(tb.in);
     free(tb.cen);
     free(tb.area);
+    free(tb.size);
     return rc;
 }
 

@@ -262,15 +262,28 @@ static void reference_order(const double *cen, int32_t *order, int32_t first, in
 /* The tree is built from three orders sorted once (one per axis) and split without sorting
    again; its triangle order must be the definition's, the order in which a leaf's winding
    terms are summed. Meshes with many equal centroid coordinates (the sphere of quads, the
-   cube) test the ties. */
+   cube) test the ties; a row of triangles along x, two of them with centroids at x = +0 and
+   x = -0 (equal, so in index order), tests the sign of zero. */
 static void test_tree_order_is_the_definition(void **state)
 {
     (void)state;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 4; t++) {
         double *v;
         int32_t *tri, nv, nt;
         if (t < 2) {
             sphere_mesh(t == 0 ? 24 : 7, &v, &tri, &nv, &nt);
+        } else if (t == 3) {
+            nt = 20, nv = 3 * nt;
+            v = malloc(sizeof(double) * 3 * (size_t)nv);
+            tri = malloc(sizeof(int32_t) * 3 * (size_t)nt);
+            for (int32_t k = 0; k < nt; k++) {
+                double x = k == 9 ? 0.0 : k == 12 ? -0.0 : (double)(k % 7) - 3.0;
+                for (int j = 0; j < 3; j++) {
+                    double *q = &v[3 * (3 * k + j)];
+                    q[0] = x, q[1] = j == 1 ? 0.1 : 0.0, q[2] = j == 2 ? 0.1 : 0.0;
+                    tri[3 * k + j] = 3 * k + j;
+                }
+            }
         } else {
             nv = 8, nt = 12;
             v = malloc(sizeof CUBE_V);
