@@ -437,9 +437,11 @@ static void node_stats(const csm_mesh *m, const tree_build *tb, csm_mesh_node *n
         for (int d = 0; d < 3; d++) {
             nd->normal[d] += n[d];
             wc[d] += a * c[d];
-            mc[d] += c[d] / nd->count;
         }
     }
+    if (!(area > 0)) /* no area: the centroids' mean */
+        for (int32_t k = nd->first; k < nd->first + nd->count; k++)
+            for (int d = 0; d < 3; d++) mc[d] += tb->cen[3 * m->order[k] + d] / nd->count;
     for (int d = 0; d < 3; d++) nd->centre[d] = area > 0 ? wc[d] / area : mc[d];
     double r2 = 0;
     for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
