@@ -438,13 +438,21 @@ static int sample_target(const csm_shape *sh, int index, uint64_t seed, int32_t 
     return 0;
 }
 
-int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points, int32_t *count,
-                      double *volume, double *spacing, csm_error *err)
+int csm_shape_same_mesh(const csm_object_cfg *a, const csm_object_cfg *b)
 {
+    if (a->shape_type != CSM_SHAPE_MESH || b->shape_type != CSM_SHAPE_MESH) return 0;
+    const csm_shape_params *x = shape_of(a), *y = shape_of(b);
+    const char *sa = a->shape.src ? a->shape.src : "", *sb = b->shape.src ? b->shape.src : "";
+    return !strcmp(x->path, y->path) && !strcmp(sa, sb) && !memcmp(x->rotate, y->rotate, sizeof x->rotate) &&
+           x->fit == y->fit && x->scale == y->scale;
+}
+
+int csm_sample_shape(const csm_shape *sh, int index, uint64_t seed, double **points, int32_t *count, double *spacing,
+                     csm_error *err)
+{
+    const csm_object_cfg *o = sh->o;
     pointbuf out = {0};
     double h = 0;
-    csm_shape sh;
-    if (csm_shape_open(&sh, o, index, err)) return -1;
     int rc = 0;
     if (o->shape_type == CSM_SHAPE_POINTS) {
         const csm_points *pts = &shape_of(o)->positions;
@@ -453,11 +461,8 @@ int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double 
         const csm_sampling_params *sp = csm_cfg_params(&o->sampling);
         int32_t target = sp->particles;
         h = sp->spacing;
-        rc = target > 0 ? sample_target(&sh, index, seed, target, &out, &h, err)
-                        : sample_at(&sh, index, seed, h, &out, err);
+        rc = target > 0 ? sample_target(sh, index, seed, target, &out, &h, err) : sample_at(sh, index, seed, h, &out, err);
     }
-    *volume = sh.volume;
-    csm_shape_close(&sh);
     if (!rc && out.n == 0)
         rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
                       "%s:%d: objects[%d]: no particle inside the shape; is the sampling spacing larger than the shape?",
@@ -470,6 +475,17 @@ int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double 
     *count = out.n;
     if (spacing) *spacing = h;
     return 0;
+}
+
+int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points, int32_t *count,
+                      double *volume, double *spacing, csm_error *err)
+{
+    csm_shape sh;
+    if (csm_shape_open(&sh, o, index, err)) return -1;
+    *volume = sh.volume;
+    int rc = csm_sample_shape(&sh, index, seed, points, count, spacing, err);
+    csm_shape_close(&sh);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -27,6 +27,12 @@ int csm_shape_inside(const csm_shape *s, const double p[3]);
    `particles` target when it has one; 0 for explicit points). */
 int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double **points,
                       int32_t *count, double *volume, double *spacing, csm_error *err);
+/* The same for a shape already open (its `o` the object, `index` the object's place): objects
+   whose meshes are the same file placed the same way (csm_shape_same_mesh) can share one loaded
+   mesh and its tree, each with its own copy of the csm_shape pointing at it. */
+int csm_sample_shape(const csm_shape *sh, int index, uint64_t seed, double **points, int32_t *count, double *spacing,
+                     csm_error *err);
+int csm_shape_same_mesh(const csm_object_cfg *a, const csm_object_cfg *b);
 
 /* Bridson's Poisson-disk sampling of the box [-half, half] at spacing r, with `attempts`
    candidates per active sample, from the random stream (seed, stream): the points (malloc'd,

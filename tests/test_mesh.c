@@ -9,6 +9,7 @@
 #include "kernel.h"
 #include "mesh.h"
 #include "rng.h"
+#include "sim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -453,6 +454,43 @@ static void test_mesh_shape(void **state)
 }
 
 /* `particles` picks the spacing: counts land on or next to the target. */
+/* Objects with the same mesh file placed the same way share one loaded mesh; each must still get
+   the particles it gets alone, and a mesh placed otherwise (scaled) must not be shared. */
+static void test_objects_share_a_mesh(void **state)
+{
+    (void)state;
+    char *off = write_file(".off", "OFF\n8 6 0\n0 0 0\n2 0 0\n2 4 0\n0 4 0\n0 0 1\n2 0 1\n2 4 1\n0 4 1\n"
+                                   "4 0 3 2 1\n4 4 5 6 7\n4 0 1 5 4\n4 2 3 7 6\n4 1 2 6 5\n4 0 4 7 3\n");
+    char yaml[1024];
+    const char *obj = "  - shape: {type: mesh, path: %s, rotate: [0, 0, 90], fit: unit_box, scale: %s}\n"
+                      "    sampling: {type: poisson, particles: 400}\n";
+    char one[3][256];
+    const char *scales[3] = {"2", "2", "1.5"};
+    for (int k = 0; k < 3; k++) snprintf(one[k], sizeof one[k], obj, off, scales[k]);
+    snprintf(yaml, sizeof yaml, "objects:\n%s%s%s", one[0], one[1], one[2]);
+    csm_config cfg;
+    load(yaml, &cfg);
+    assert_true(csm_shape_same_mesh(&cfg.objects[0], &cfg.objects[1]));
+    assert_false(csm_shape_same_mesh(&cfg.objects[0], &cfg.objects[2]));
+    csm_sim sim;
+    csm_error err;
+    if (csm_sim_create(&cfg, &sim, &err)) fail_msg("%s", err.msg);
+    const csm_particles *P = &sim.w.P;
+    for (int k = 0; k < 3; k++) {
+        double *pts, vol;
+        int32_t n;
+        if (csm_sample_object(&cfg.objects[k], k, cfg.seed, &pts, &n, &vol, NULL, &err)) fail_msg("%s", err.msg);
+        int32_t first = sim.w.object_first[k];
+        assert_int_equal(sim.w.object_first[k + 1] - first, n);
+        assert_memory_equal(&P->rest[3 * first], pts, sizeof(double) * 3 * (size_t)n); /* at position 0 */
+        free(pts);
+    }
+    csm_sim_destroy(&sim);
+    csm_config_free(&cfg);
+    unlink(off);
+    free(off);
+}
+
 static void test_target_particle_count(void **state)
 {
     (void)state;
@@ -494,7 +532,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_closed_mesh_winding),        cmocka_unit_test(test_open_and_misoriented_mesh),
         cmocka_unit_test(test_fast_winding_matches_exact), cmocka_unit_test(test_tree_order_is_the_definition),
-        cmocka_unit_test(test_winding_lanes_are_winding),
+        cmocka_unit_test(test_winding_lanes_are_winding), cmocka_unit_test(test_objects_share_a_mesh),
         cmocka_unit_test(test_off_and_obj_files),
         cmocka_unit_test(test_malformed_meshes),           cmocka_unit_test(test_mesh_shape),
         cmocka_unit_test(test_target_particle_count),
