@@ -195,9 +195,10 @@ static void fcm_lanes_make(fcm_lanes *z, const double *centres, int32_t k, const
     }
 }
 
-/* The m = 2 row's first half for point x: inv[c] = 1 / d_c^2 (0 for dead centres and padding),
-   into *total their sum in lanes and into *dmin the nearest live d^2. One lane block's share is
-   fcm_inverse_block, which fcm_sums_m2 also runs beside another point's sums. */
+/* One lane block, centres c to c + 7, of the m = 2 row's first half for point x:
+   inv[c + l] = 1 / d^2 (0 for dead centres and padding), into s the lanes' partial sums of inv and
+   into lo their minima of the live d^2. fcm_row_m2 runs it over the row, fcm_sums_m2 beside
+   another point's sums. */
 static inline __attribute__((always_inline)) void fcm_inverse_block(const double x[3], const fcm_lanes *z, int32_t c,
                                                                      double *restrict inv, double s[CSM_LANES],
                                                                      double lo[CSM_LANES])

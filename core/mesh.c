@@ -391,10 +391,9 @@ static void sort_by_centroid(const double *cen, int d, int32_t nt, tri_key *keys
 {
     enum { BITS = 11, BUCKETS = 1 << BITS };
     for (int32_t t = 0; t < nt; t++) keys[t] = (tri_key){sortable(cen[3 * t + d]), t};
-    int32_t *count = malloc(sizeof *count * BUCKETS);
-    if (!count) abort();
+    int32_t count[BUCKETS];
     for (int shift = 0; shift < 64; shift += BITS) {
-        memset(count, 0, sizeof *count * BUCKETS);
+        memset(count, 0, sizeof count);
         for (int32_t t = 0; t < nt; t++) count[keys[t].key >> shift & (BUCKETS - 1)]++;
         if (nt == 0 || count[keys[0].key >> shift & (BUCKETS - 1)] == nt) continue;
         for (int32_t b = 0, at = 0; b < BUCKETS; b++) {
@@ -408,7 +407,6 @@ static void sort_by_centroid(const double *cen, int d, int32_t nt, tri_key *keys
         tmp = swap;
     }
     for (int32_t t = 0; t < nt; t++) out[t] = keys[t].tri;
-    free(count);
 }
 
 /* What the build reads of every triangle, computed once: centroid and area vector
