@@ -226,13 +226,14 @@ static void cell_offsets_nearest_first(cell_offset out[125])
 #define SAMPLE_MARGIN 1e-6 /* of r, far above the approximations' error */
 
 /* Whether a sample in the 125 cells around cell cq (which hold every sample within r of any point
-   of it) is nearer than r to q. */
-static int poisson_too_near(const double q[3], double r, const double *grid, size_t cq, const ptrdiff_t step[125])
+   of it) is at a squared distance below near2 (r^2, or less) from q. */
+static int poisson_too_near(const double q[3], double near2, const double *grid, size_t cq,
+                            const ptrdiff_t step[125])
 {
     for (int o = 0; o < 125; o++) {
         const double *g = &grid[3 * (size_t)((ptrdiff_t)cq + step[o])];
         double dd[3] = {q[0] - g[0], q[1] - g[1], q[2] - g[2]};
-        if (csm_v3_dot(dd, dd) < r * r) return 1;
+        if (csm_v3_dot(dd, dd) < near2) return 1;
     }
     return 0;
 }
@@ -250,13 +251,7 @@ static int poisson_surely_rejects(const double qa[3], const double half[3], doub
         /* any cell will do: a sample found within r of qa is one, whichever cell it lies in */
         at = at * (size_t)dim[d] + (size_t)((qa[d] + half[d]) * per_cell) + 2;
     }
-    double near = r * r * (1.0 - SAMPLE_MARGIN);
-    for (int o = 0; o < 125; o++) {
-        const double *g = &grid[3 * (size_t)((ptrdiff_t)at + step[o])];
-        double dd[3] = {qa[0] - g[0], qa[1] - g[1], qa[2] - g[2]};
-        if (csm_v3_dot(dd, dd) < near) return 1;
-    }
-    return 0;
+    return poisson_too_near(qa, r * r * (1.0 - SAMPLE_MARGIN), grid, at, step);
 }
 
 /* Bridson 2007, "Fast Poisson disk sampling in arbitrary dimensions": a background grid of cell
@@ -265,7 +260,7 @@ static int poisson_surely_rejects(const double qa[3], const double half[3], doub
    reference: every candidate placed and tested with the library's functions alone. */
 static void sample_box(const double half[3], double r, int attempts, csm_rng *rng, int reference, pointbuf *all)
 {
-    double cell = r / sqrt(3.0);
+    double cell = r / sqrt(3.0), per_cell = 1.0 / cell;
     /* the grid has a margin of two empty cells on every side, so the 125 cells around any cell
        of the box exist; each cell holds its sample's coordinates, NaN when empty (no distance to
        NaN is less than r) */
@@ -305,7 +300,7 @@ static void sample_box(const double half[3], double r, int attempts, csm_rng *rn
                 double sa, ca, rad = r * csm_cbrt_approx(a);
                 csm_sincos_approx(phi, &sa, &ca);
                 double qa[3] = {base[0] + rad * s * ca, base[1] + rad * s * sa, base[2] + rad * z};
-                if (poisson_surely_rejects(qa, half, r, 1.0 / cell, dim, grid, step)) continue;
+                if (poisson_surely_rejects(qa, half, r, per_cell, dim, grid, step)) continue;
             }
             double rad = r * cbrt(a);
             double q[3] = {base[0] + rad * s * cos(phi), base[1] + rad * s * sin(phi), base[2] + rad * z};
@@ -314,7 +309,7 @@ static void sample_box(const double half[3], double r, int attempts, csm_rng *rn
                 if (q[d] < -half[d] || q[d] > half[d]) inside = 0;
             if (!inside) continue;
             size_t cq = CELL_OF(q);
-            if (poisson_too_near(q, r, grid, cq, step)) continue;
+            if (poisson_too_near(q, r * r, grid, cq, step)) continue;
             push_point(all, q);
             base = &all->p[3 * active[slot]]; /* push may have moved the buffer */
             memcpy(&grid[3 * cq], q, sizeof q);
