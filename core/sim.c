@@ -143,22 +143,31 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         w->object_modulus[k] = ((const csm_body_params *)csm_cfg_params(&cfg->objects[k].body))->modulus;
     int rc = 0;
     int64_t n = 0;
-    /* an object whose mesh an earlier one loaded, placed the same way, samples that one */
+    /* an object whose mesh an earlier one loaded, placed the same way, samples that one; a loaded
+       mesh is closed once the last object that shares it is sampled (last[j]: that object, -1
+       once closed) */
     csm_shape *shapes = calloc((size_t)cfg->nobjects, sizeof *shapes);
-    int *opened = calloc((size_t)cfg->nobjects, sizeof *opened);
-    if (!shapes || !opened) abort();
+    int *last = malloc(sizeof *last * (size_t)(cfg->nobjects > 0 ? cfg->nobjects : 1));
+    if (!shapes || !last) abort();
+    for (int k = 0; k < cfg->nobjects; k++) last[k] = -1;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
         int j = 0;
-        while (j < k && !(opened[j] && csm_shape_same_mesh(&cfg->objects[j], &cfg->objects[k]))) j++;
+        while (j < k && !(last[j] >= k && csm_shape_same_mesh(&cfg->objects[j], &cfg->objects[k]))) j++;
         if (j < k) {
             shapes[k] = shapes[j];
             shapes[k].o = &cfg->objects[k];
         } else {
             rc = csm_shape_open(&shapes[k], &cfg->objects[k], k, err);
-            opened[k] = !rc;
+            if (!rc)
+                for (int l = last[k] = k; l < cfg->nobjects; l++)
+                    if (csm_shape_same_mesh(&cfg->objects[k], &cfg->objects[l])) last[k] = l;
         }
         volumes[k] = shapes[k].volume;
         if (!rc) rc = csm_sample_shape(&shapes[k], k, cfg->seed, &pts[k], &counts[k], &w->object_spacing[k], err);
+        if (last[j] == k) {
+            csm_shape_close(&shapes[j]);
+            last[j] = -1;
+        }
         n += counts[k];
         w->object_first[k + 1] = (int32_t)n;
         const csm_object_cfg *o = &cfg->objects[k];
@@ -169,9 +178,9 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
                               cfg->file, o->line, k, o->pin_index[j], counts[k]);
     }
     for (int k = 0; k < cfg->nobjects; k++)
-        if (opened[k]) csm_shape_close(&shapes[k]);
+        if (last[k] >= 0) csm_shape_close(&shapes[k]);
     free(shapes);
-    free(opened);
+    free(last);
     if (!rc && n > INT32_MAX / 4) rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "too many particles (%lld)", (long long)n);
     if (!rc && csm_particles_alloc(&w->P, (int32_t)n)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %lld particles", (long long)n);
     w->nobjects = cfg->nobjects;

@@ -456,21 +456,23 @@ static void test_mesh_shape(void **state)
     free(off);
 }
 
-/* `particles` picks the spacing: counts land on or next to the target. */
-/* Objects with the same mesh file placed the same way share one loaded mesh; each must still get
-   the particles it gets alone, and a mesh placed otherwise (scaled) must not be shared. */
+/* Objects with the same mesh file placed the same way share one loaded mesh, kept until the last
+   of them is sampled; each must still get the particles it gets alone, and a mesh placed
+   otherwise (scaled) must not be shared. Objects 3 and 4 use the meshes of objects 0 and 2 after
+   another was loaded. */
 static void test_objects_share_a_mesh(void **state)
 {
     (void)state;
     char *off = write_file(".off", "OFF\n8 6 0\n0 0 0\n2 0 0\n2 4 0\n0 4 0\n0 0 1\n2 0 1\n2 4 1\n0 4 1\n"
                                    "4 0 3 2 1\n4 4 5 6 7\n4 0 1 5 4\n4 2 3 7 6\n4 1 2 6 5\n4 0 4 7 3\n");
-    char yaml[1024];
+    char yaml[2048];
     const char *obj = "  - shape: {type: mesh, path: %s, rotate: [0, 0, 90], fit: unit_box, scale: %s}\n"
                       "    sampling: {type: poisson, particles: 400}\n";
-    char one[3][256];
-    const char *scales[3] = {"2", "2", "1.5"};
-    for (int k = 0; k < 3; k++) snprintf(one[k], sizeof one[k], obj, off, scales[k]);
-    snprintf(yaml, sizeof yaml, "objects:\n%s%s%s", one[0], one[1], one[2]);
+    enum { OBJECTS = 5 };
+    char one[OBJECTS][256];
+    const char *scales[OBJECTS] = {"2", "2", "1.5", "2", "1.5"};
+    for (int k = 0; k < OBJECTS; k++) snprintf(one[k], sizeof one[k], obj, off, scales[k]);
+    snprintf(yaml, sizeof yaml, "objects:\n%s%s%s%s%s", one[0], one[1], one[2], one[3], one[4]);
     csm_config cfg;
     load(yaml, &cfg);
     assert_true(csm_shape_same_mesh(&cfg.objects[0], &cfg.objects[1]));
@@ -479,7 +481,7 @@ static void test_objects_share_a_mesh(void **state)
     csm_error err;
     if (csm_sim_create(&cfg, &sim, &err)) fail_msg("%s", err.msg);
     const csm_particles *P = &sim.w.P;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < OBJECTS; k++) {
         double *pts, vol;
         int32_t n;
         if (csm_sample_object(&cfg.objects[k], k, cfg.seed, &pts, &n, &vol, NULL, &err)) fail_msg("%s", err.msg);
@@ -494,6 +496,7 @@ static void test_objects_share_a_mesh(void **state)
     free(off);
 }
 
+/* `particles` picks the spacing: counts land on or next to the target. */
 static void test_target_particle_count(void **state)
 {
     (void)state;
