@@ -456,7 +456,8 @@ int csm_sample_shape(const csm_shape *sh, int index, uint64_t seed, double **poi
         const csm_sampling_params *sp = csm_cfg_params(&o->sampling);
         int32_t target = sp->particles;
         h = sp->spacing;
-        rc = target > 0 ? sample_target(sh, index, seed, target, &out, &h, err) : sample_at(sh, index, seed, h, &out, err);
+        rc = target > 0 ? sample_target(sh, index, seed, target, &out, &h, err)
+                        : sample_at(sh, index, seed, h, &out, err);
     }
     if (!rc && out.n == 0)
         rc = csm_fail(err, CSM_EXIT_BAD_INPUT,
@@ -496,7 +497,6 @@ static void cell_coords(const double *q, double cell, int64_t c[3])
 {
     for (int d = 0; d < 3; d++) c[d] = (int64_t)floor(q[d] / cell);
 }
-
 
 int csm_grid_build(csm_grid *g, const double *points, int32_t n, double cell)
 {

@@ -618,7 +618,8 @@ CSM_CLONES void csm_mesh_winding_lanes(const csm_mesh *m, const double *p, int n
         csm_v8l is_far = in & (dist2 > far * far), near = in & ~is_far;
         if (!csm_v8l_all(~is_far)) {
             /* Barill et al. 2018 Eq 11, first order: Omega ~ N . (c - p) / |c - p|^3 */
-            csm_v8d term = (nd->normal[0] * dx + nd->normal[1] * dy + nd->normal[2] * dz) / (dist2 * csm_v8d_sqrt(dist2));
+            csm_v8d dot = nd->normal[0] * dx + nd->normal[1] * dy + nd->normal[2] * dz;
+            csm_v8d term = dot / (dist2 * csm_v8d_sqrt(dist2));
             sum = csm_v8d_select(is_far, sum + term, sum);
         }
         if (csm_v8l_all(~near)) continue;

@@ -144,29 +144,29 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     int rc = 0;
     int64_t n = 0;
     /* an object whose mesh an earlier one loaded, placed the same way, samples that one; a loaded
-       mesh is closed once the last object that shares it is sampled (last[j]: that object, -1
+       mesh is closed once the last object that shares it is sampled (last[k]: that object, -1
        once closed) */
     csm_shape *shapes = calloc((size_t)cfg->nobjects, sizeof *shapes);
     int *last = malloc(sizeof *last * (size_t)(cfg->nobjects > 0 ? cfg->nobjects : 1));
     if (!shapes || !last) abort();
     for (int k = 0; k < cfg->nobjects; k++) last[k] = -1;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
-        int j = 0;
-        while (j < k && !(last[j] >= k && csm_shape_same_mesh(&cfg->objects[j], &cfg->objects[k]))) j++;
-        if (j < k) {
-            shapes[k] = shapes[j];
+        int from = 0; /* the object whose loaded mesh k samples */
+        while (from < k && !(last[from] >= k && csm_shape_same_mesh(&cfg->objects[from], &cfg->objects[k]))) from++;
+        if (from < k) {
+            shapes[k] = shapes[from];
             shapes[k].o = &cfg->objects[k];
         } else {
             rc = csm_shape_open(&shapes[k], &cfg->objects[k], k, err);
-            if (!rc)
-                for (int l = last[k] = k; l < cfg->nobjects; l++)
-                    if (csm_shape_same_mesh(&cfg->objects[k], &cfg->objects[l])) last[k] = l;
+            if (!rc) last[k] = k;
+            for (int l = k + 1; l < cfg->nobjects && !rc; l++)
+                if (csm_shape_same_mesh(&cfg->objects[k], &cfg->objects[l])) last[k] = l;
         }
         volumes[k] = shapes[k].volume;
         if (!rc) rc = csm_sample_shape(&shapes[k], k, cfg->seed, &pts[k], &counts[k], &w->object_spacing[k], err);
-        if (last[j] == k) {
-            csm_shape_close(&shapes[j]);
-            last[j] = -1;
+        if (last[from] == k) {
+            csm_shape_close(&shapes[from]);
+            last[from] = -1;
         }
         n += counts[k];
         w->object_first[k + 1] = (int32_t)n;

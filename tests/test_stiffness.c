@@ -427,7 +427,8 @@ static void test_lag_change_is_energy_change(void **state)
     const char *const settings[][3] = {
         {"solver.integrator=shape_matching", "solver.alpha=0.4", "solver.volume=coupled"},
         {"solver.integrator=strain_limited", "solver.modulus=40", "solver.volume=coupled"},
-        {"solver.integrator=shape_matching", "plasticity={model: jones2016, yield: 0.0, flow_rate: 1.0}", "solver.volume=split"},
+        {"solver.integrator=shape_matching", "plasticity={model: jones2016, yield: 0.0, flow_rate: 1.0}",
+         "solver.volume=split"},
         {"solver.integrator=xpbd", "solver.modulus=40", "solver.volume=coupled"},
     };
     for (int q = 0; q < 4; q++) {
