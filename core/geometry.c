@@ -566,3 +566,145 @@ int32_t csm_grid_query(const csm_grid *g, const double *points, const double q[3
             }
     return found;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+
+/* Probes per sampling spacing along each axis (csm_sample_volumes): 64 to a grid cell. Even, so
+   that on a grid no probe lies halfway between two lattice points. */
+enum { VOLUME_PROBES = 4 };
+
+/* The nearest of the points `pts` to q among those the grid lists within `radius` (ties: the
+   lower index); -1 when there is none. */
+typedef struct nearest_query {
+    const double *pts, *q;
+    double best;
+    int32_t j;
+} nearest_query;
+
+static void nearest_visit(int32_t j, void *user)
+{
+    nearest_query *s = user;
+    const double *p = &s->pts[3 * j];
+    double d[3] = {p[0] - s->q[0], p[1] - s->q[1], p[2] - s->q[2]}, d2 = csm_v3_dot(d, d);
+    if (d2 < s->best || (d2 == s->best && j < s->j)) {
+        s->best = d2;
+        s->j = j;
+    }
+}
+
+static int32_t nearest_point(const csm_grid *g, const double *pts, const double q[3], double radius)
+{
+    nearest_query s = {pts, q, INFINITY, -1};
+    csm_grid_query(g, pts, q, radius, nearest_visit, &s);
+    if (s.j < 0) csm_grid_query(g, pts, q, g->cell, nearest_visit, &s);
+    return s.j;
+}
+
+/* Lattice index of grid point coordinate q on a lattice of cnt points at spacing h centred at 0
+   (sample_grid), or -1 off it. */
+static int32_t lattice_index(double q, double h, int32_t cnt)
+{
+    double t = q / h + 0.5 * (cnt - 1);
+    int32_t i = (int32_t)floor(t + 0.5);
+    return i >= 0 && i < cnt ? i : -1;
+}
+
+int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol)
+{
+    const csm_object_cfg *o = sh->o;
+    int grid = o->sampling_type == CSM_SAMPLING_GRID;
+    int32_t cnt[3], probes[3];
+    double step[3];
+    for (int d = 0; d < 3; d++) {
+        cnt[d] = (int32_t)floor(2.0 * sh->half[d] / h + 1e-9) + 1;
+        probes[d] = (int32_t)ceil(2.0 * sh->half[d] / h * VOLUME_PROBES - 1e-9);
+        if (probes[d] < 1) probes[d] = 1;
+        step[d] = 2.0 * sh->half[d] / probes[d];
+    }
+    double dv = step[0] * step[1] * step[2];
+    for (int32_t i = 0; i < n; i++) vol[i] = 0.0;
+    /* On a grid, a particle whose 26 neighbours are all there owns its whole cube h^3 (its Voronoi
+       cell, inside the shape as its neighbours are): only the probes of the other cubes are
+       tested, so the work goes with the surface. */
+    unsigned char *state = NULL; /* per lattice point: 0 none, 1 a particle, 2 an interior one */
+    int32_t *at = NULL;          /* per lattice point: its particle */
+    size_t cells = (size_t)cnt[0] * (size_t)cnt[1] * (size_t)cnt[2];
+    if (grid) {
+        state = calloc(cells, 1);
+        at = malloc(sizeof *at * cells);
+        if (!state || !at) goto oom;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t a = lattice_index(pts[3 * i], h, cnt[0]), b = lattice_index(pts[3 * i + 1], h, cnt[1]),
+                    c = lattice_index(pts[3 * i + 2], h, cnt[2]);
+            if (a < 0 || b < 0 || c < 0) continue;
+            size_t k = ((size_t)a * cnt[1] + b) * cnt[2] + c;
+            state[k] = 1;
+            at[k] = i;
+        }
+        for (int32_t a = 1; a + 1 < cnt[0]; a++)
+            for (int32_t b = 1; b + 1 < cnt[1]; b++)
+                for (int32_t c = 1; c + 1 < cnt[2]; c++) {
+                    size_t k = ((size_t)a * cnt[1] + b) * cnt[2] + c;
+                    int all = state[k] != 0;
+                    for (int da = -1; da <= 1 && all; da++)
+                        for (int db = -1; db <= 1 && all; db++)
+                            for (int dc = -1; dc <= 1 && all; dc++)
+                                all = state[((size_t)(a + da) * cnt[1] + (b + db)) * cnt[2] + (c + dc)] != 0;
+                    if (all) {
+                        state[k] = 2;
+                        vol[at[k]] = h * h * h;
+                    }
+                }
+    }
+    csm_grid g;
+    if (csm_grid_build(&g, pts, n, grid ? h : 2.0 * h)) goto oom;
+    /* one slab of probes (fixed first coordinate) at a time: its inside tests batched */
+    size_t slab = (size_t)probes[1] * (size_t)probes[2];
+    double *q = malloc(sizeof *q * 3 * slab);
+    unsigned char *in = malloc(slab);
+    if (!q || !in) {
+        free(q);
+        free(in);
+        csm_grid_free(&g);
+        goto oom;
+    }
+    for (int32_t a = 0; a < probes[0]; a++) {
+        int32_t m = 0;
+        double x = -sh->half[0] + (a + 0.5) * step[0];
+        for (int32_t b = 0; b < probes[1]; b++)
+            for (int32_t c = 0; c < probes[2]; c++) {
+                double y = -sh->half[1] + (b + 0.5) * step[1], z = -sh->half[2] + (c + 0.5) * step[2];
+                if (grid) {
+                    int32_t la = lattice_index(x, h, cnt[0]), lb = lattice_index(y, h, cnt[1]),
+                            lc = lattice_index(z, h, cnt[2]);
+                    if (la >= 0 && lb >= 0 && lc >= 0 && state[((size_t)la * cnt[1] + lb) * cnt[2] + lc] == 2)
+                        continue; /* in an interior particle's cube, counted already */
+                }
+                q[3 * m] = x;
+                q[3 * m + 1] = y;
+                q[3 * m + 2] = z;
+                m++;
+            }
+        if (o->shape_type == CSM_SHAPE_MESH) mesh_inside_all(sh, q, m, in);
+        else
+            for (int32_t k = 0; k < m; k++) in[k] = (unsigned char)csm_shape_inside(sh, &q[3 * k]);
+        for (int32_t k = 0; k < m; k++) {
+            if (!in[k]) continue;
+            int32_t j = nearest_point(&g, pts, &q[3 * k], g.cell);
+            if (j >= 0) vol[j] += dv;
+        }
+    }
+    free(q);
+    free(in);
+    csm_grid_free(&g);
+    free(state);
+    free(at);
+    /* a particle no probe reached (a cell thinner than the probes) still has a little volume */
+    for (int32_t i = 0; i < n; i++)
+        if (!(vol[i] > 0)) vol[i] = 0.5 * dv;
+    return 0;
+oom:
+    free(state);
+    free(at);
+    return -1;
+}

@@ -33,6 +33,13 @@ int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double 
 int csm_sample_shape(const csm_shape *sh, int index, uint64_t seed, double **points, int32_t *count, double *spacing,
                      csm_error *err);
 int csm_shape_same_mesh(const csm_object_cfg *a, const csm_object_cfg *b);
+/* Each of the n points' share of the shape's volume (sampling.mass: volume): its Voronoi cell
+   clipped to the shape, counted on a lattice of probes a quarter of the spacing h apart (on a
+   grid, a particle with all 26 neighbours owns its cube h^3 without probes). A grid's particles
+   on a box's faces, edges and corners get 1/2, 1/4 and 1/8 of a cell: the trapezoid rule, under
+   which the particles integrate the box's volume exactly and its second moments to O(h^2)
+   instead of the (n + 2) / n of equal masses. -1 when out of memory. */
+int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol);
 
 /* Bridson's Poisson-disk sampling of the box [-half, half] at spacing r, with `attempts`
    candidates per active sample, from the random stream (seed, stream): the points (malloc'd,

@@ -1,7 +1,8 @@
 #include "kernel.h"
 
-#include "modes.h"
 #include "csm_math.h"
+#include "elastic.h"
+#include "modes.h"
 #include "simd.h"
 
 #include <math.h>
@@ -353,7 +354,17 @@ static void fit_end(const csm_world *w, csm_clusters *C, const double *x, int32_
         csm_m3_mul(R, Fp, T); /* Falkenstein Eq 16: g = R F^p p + xbar */
     }
     if (w->volume == CSM_VOLUME_SPLIT && w->mode == CSM_MODE_RIGID) similarity(C, c, f->Axr, Fp, T);
-    if (C->Q) csm_mode_quadratic(w->beta, C, x, f->com, c);
+    if (C->Q) {
+        if (w->fit_energy && w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0) {
+            /* the goals whose springs give the continuum energy's gradient (elastic.c) */
+            double k = csm_elastic_stiffness(w, w->spring_modulus, c);
+            csm_elastic_cluster(w, c, x, NULL, f->com, R, Fp, w->spring_modulus, k, T, &C->Q[18 * c], NULL);
+        } else if (w->mode == CSM_MODE_QUADRATIC) {
+            csm_mode_quadratic(w->beta, C, x, f->com, c);
+        } else {
+            memset(&C->Q[18 * c], 0, 18 * sizeof *C->Q);
+        }
+    }
     memcpy(&C->com[3 * c], f->com, sizeof f->com);
 }
 
@@ -976,6 +987,7 @@ static double cluster_density(const csm_world *w, int32_t c)
 static double modulus_stiffness(const csm_world *w, double mu, int32_t c, const double Fp[9])
 {
     const csm_clusters *C = &w->C;
+    if (w->energy == CSM_ENERGY_CONTINUUM && C->ebound) return csm_elastic_stiffness(w, mu, c);
     int32_t o = csm_cluster_object(w, c);
     if (o < 0) return 0.0;
     if (w->object_modulus && w->object_modulus[o] > 0) mu = w->object_modulus[o];
@@ -1044,6 +1056,9 @@ void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double 
     csm_cluster_moments(C, x, c, com, f->Axr);
     csm_m3_mul(f->Axr, &C->A_rr_inv[9 * c], f->F); /* Falkenstein Eq 3 */
     fixed_sums(C, x, v, c, com, s);
+    memcpy(f->com, com, sizeof com);
+    f->x = x;
+    f->v = v;
     f->S = s[0];
     f->Q = -s[1];
     memcpy(f->Avp, &s[2], sizeof f->Avp);
@@ -1052,16 +1067,24 @@ void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double 
 /* The goals' transform T = R F^p (with the split volume's similarity) that cluster c's fit gives
    at F and A_xr if its plastic deformation were Fp (q its rotation's warm start, not changed);
    -1 when Fp is singular. */
-static int stored_transform(const csm_world *w, int32_t c, const double F[9], const double Axr[9], const double Fp[9],
-                            const double q[4], double T[9])
+static int stored_rotation(const csm_world *w, const double F[9], const double Axr[9], const double Fp[9],
+                           const double q[4], double R[9])
 {
-    double Fp_inv[9], Fe[9], Apq[9], R[9], qq[4];
+    double Fp_inv[9], Fe[9], Apq[9], qq[4];
     if (csm_m3_inverse(Fp, Fp_inv) == 0.0) return -1;
     csm_m3_mul(F, Fp_inv, Fe);
     csm_m3_mul_bt(Axr, Fp, Apq);
     memcpy(qq, q, sizeof qq); /* the fit's warm start, unchanged */
     csm_polar_ctx polar = {w->svd, qq};
     w->rotation->extract(&polar, Apq, Fe, R);
+    return 0;
+}
+
+static int stored_transform(const csm_world *w, int32_t c, const double F[9], const double Axr[9], const double Fp[9],
+                            const double q[4], double T[9])
+{
+    double R[9];
+    if (stored_rotation(w, F, Axr, Fp, q, R)) return -1;
     csm_m3_mul(R, Fp, T);
     if (w->volume == CSM_VOLUME_SPLIT) similarity(&w->C, c, Axr, Fp, T);
     return 0;
@@ -1073,6 +1096,18 @@ double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f,
     const csm_clusters *C = &w->C;
     double T[9], A[9];
     *lag = NAN;
+    if (csm_elastic_share(w) != 1.0) {
+        /* the continuum energy (elastic.c); a step too coarse for the stiffness scales it as the
+           explicit gain's clamp does */
+        double R[9], dot = 0;
+        if (stored_rotation(w, f->F, f->Axr, Fp, q, R)) return NAN;
+        double k = modulus_stiffness(w, w->spring_modulus, c, Fp), kc = csm_spring_stiffness(w, c, Fp, h);
+        double e = csm_elastic_cluster(w, c, f->x, f->v, f->com, R, Fp, w->spring_modulus, k, NULL, NULL,
+                                       w->spring_capped ? &dot : NULL);
+        double scale = k > 0 ? kc / k : 0.0;
+        *lag = w->spring_capped ? 0.5 * h * kc * dot : 0.0;
+        return e * scale;
+    }
     if (stored_transform(w, c, f->F, f->Axr, Fp, q, T)) return NAN;
     /* sum w m |d - T p|^2 = S - 2 tr(T^T A_xr) + tr(T A_rr T^T), d = x - xbar, and
        sum w m (g - x) . v = tr(T^T A_vp) + sum w m (xbar - x) . v */
@@ -1095,11 +1130,13 @@ void csm_modulus_gains(const csm_world *w, double mu, double h, double *gain, cs
 #pragma omp parallel for schedule(static)
     for (int32_t c = 0; c < k; c++) gain[c] = h * h * csm_modulus_stiffness(w, mu, c);
     csm_gain_stats st = {k ? INFINITY : 0, 0, 0, 0};
+    double share = csm_elastic_share(w); /* the continuum goals' share of the pull (elastic.c) */
     for (int32_t c = 0; c < k; c++) {
         if (gain[c] > 1.0) {
             gain[c] = 1.0;
             st.clamped++;
         }
+        gain[c] *= share;
         st.min = fmin(st.min, gain[c]);
         st.max = fmax(st.max, gain[c]);
         st.mean += gain[c] / k;
@@ -1332,6 +1369,15 @@ double csm_cluster_lag_change(const csm_world *w, int32_t c, const double *x, co
     if (!w->spring_capped) return 0.0;
     const csm_clusters *C = &w->C;
     const double *Fp = &C->Fp[9 * c];
+    if (csm_elastic_share(w) != 1.0) { /* the continuum energy: its lag at v less at v0 */
+        csm_fixed_fit f;
+        double lag, lag0;
+        csm_cluster_fixed_fit(C, x, v, c, &f);
+        csm_cluster_stored(w, c, &f, Fp, &C->q[4 * c], h, &lag);
+        f.v = v0;
+        csm_cluster_stored(w, c, &f, Fp, &C->q[4 * c], h, &lag0);
+        return lag - lag0;
+    }
     double com[3], Axr[9], F[9], T[9];
     csm_cluster_moments(C, x, c, com, Axr);
     csm_m3_mul(Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */

@@ -80,6 +80,8 @@ double csm_spring_stiffness(const csm_world *w, int32_t c, const double Fp[9], d
    Q = sum w m (xbar - x) . v. */
 typedef struct csm_fixed_fit {
     double F[9], Axr[9], S, Avp[9], Q;
+    double com[3];           /* xbar */
+    const double *x, *v;     /* the positions and velocities fitted (the continuum energy reads its members') */
 } csm_fixed_fit;
 void csm_cluster_fixed_fit(const csm_clusters *C, const double *x, const double *v, int32_t c, csm_fixed_fit *f);
 /* The energy 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 cluster c's springs would store at the

@@ -52,7 +52,9 @@ void csm_mode_quadratic(double beta, csm_clusters *C, const double *x, const dou
 void csm_mode_ready(csm_world *w)
 {
     csm_clusters *C = &w->C;
-    if (w->mode == CSM_MODE_QUADRATIC && !C->Q && csm_clusters_quadratic(C)) {
+    /* the continuum energy of a modulus fits the same quadratic basis (elastic.c) */
+    int quadratic = w->mode == CSM_MODE_QUADRATIC || (w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0);
+    if (quadratic && !C->Q && csm_clusters_quadratic(C)) {
         /* once per clustering; the only allocation a fit may make */
         fprintf(stderr, "csm: out of memory for the quadratic fit of %d clusters\n", C->k);
         abort();

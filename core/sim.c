@@ -2,9 +2,11 @@
 
 #include "clustering.h"
 #include "csm_math.h"
+#include "elastic.h"
 #include "geometry.h"
 #include "grow.h"
 #include "kernel.h"
+#include "modes.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,8 +15,9 @@
 #include <time.h>
 
 /* Place one object's samples: rest = position + s, x = position + c + D (s - c) about the
-   centroid c, v = velocity + omega x (x - x_c). */
-static void place_object(const csm_object_cfg *o, const double *s, int32_t count, double volume,
+   centroid c, v = velocity + omega x (x - x_c). The object's mass is shared in proportion to
+   share[k] (each sample's volume, sampling.mass: volume), or equally when share is NULL. */
+static void place_object(const csm_object_cfg *o, const double *s, const double *share, int32_t count, double volume,
                          csm_particles *P, int32_t first, int32_t object)
 {
     const csm_body_params *b = csm_cfg_params(&o->body);
@@ -22,9 +25,10 @@ static void place_object(const csm_object_cfg *o, const double *s, int32_t count
     const double *vel = b->velocity, *omega = b->angular_velocity;
     double density = b->density;
     double total = density > 0 && volume > 0 ? density * volume : b->mass;
-    double c[3] = {0, 0, 0};
+    double c[3] = {0, 0, 0}, shares = 0;
     for (int32_t k = 0; k < count; k++)
         for (int d = 0; d < 3; d++) c[d] += s[3 * k + d] / count;
+    for (int32_t k = 0; share && k < count; k++) shares += share[k];
     for (int32_t k = 0; k < count; k++) {
         int32_t i = first + k;
         double rel[3] = {s[3 * k] - c[0], s[3 * k + 1] - c[1], s[3 * k + 2] - c[2]}, def[3];
@@ -36,7 +40,7 @@ static void place_object(const csm_object_cfg *o, const double *s, int32_t count
         double w[3];
         csm_v3_cross(omega, def, w);
         for (int d = 0; d < 3; d++) P->v[3 * i + d] = vel[d] + w[d];
-        P->mass[i] = total / count;
+        P->mass[i] = share ? total * (share[k] / shares) : total / count;
         P->inv_mass[i] = 1.0 / P->mass[i];
         P->object[i] = object;
         for (int side = 0; side < 2; side++) {
@@ -123,6 +127,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
                     ? (plastic && projects && cfg->mode == CSM_MODE_RIGID ? CSM_VOLUME_SPLIT : CSM_VOLUME_COUPLED)
                     : cfg->volume;
     w->bulk_modulus = cfg->bulk_modulus;
+    w->energy = cfg->energy;
+    w->stabilization = cfg->stabilization;
     const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha"), *mu = csm_cfg_value(&cfg->integrator, "modulus");
     w->spring_alpha = alpha ? alpha->num : 0.0;
     w->spring_modulus = mu ? mu->num : 0.0;
@@ -132,11 +138,12 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
     int32_t *counts = calloc((size_t)cfg->nobjects, sizeof *counts);
     double *volumes = calloc((size_t)cfg->nobjects, sizeof *volumes);
+    double **shares = calloc((size_t)cfg->nobjects, sizeof *shares); /* sampling.mass: volume */
     w->object_first = calloc((size_t)cfg->nobjects + 1, sizeof *w->object_first);
     w->object_spacing = calloc((size_t)cfg->nobjects, sizeof *w->object_spacing);
     w->object_density = calloc((size_t)cfg->nobjects, sizeof *w->object_density);
     w->object_modulus = calloc((size_t)cfg->nobjects, sizeof *w->object_modulus);
-    if (!pts || !counts || !volumes || !w->object_first || !w->object_spacing || !w->object_density ||
+    if (!pts || !counts || !volumes || !shares || !w->object_first || !w->object_spacing || !w->object_density ||
         !w->object_modulus)
         abort();
     for (int k = 0; k < cfg->nobjects; k++)
@@ -164,6 +171,13 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         }
         volumes[k] = shapes[k].volume;
         if (!rc) rc = csm_sample_shape(&shapes[k], k, cfg->seed, &pts[k], &counts[k], &w->object_spacing[k], err);
+        const csm_object_cfg *ok = &cfg->objects[k];
+        if (!rc && ok->shape_type != CSM_SHAPE_POINTS &&
+            ((const csm_sampling_params *)csm_cfg_params(&ok->sampling))->mass == CSM_MASS_VOLUME) {
+            shares[k] = malloc(sizeof *shares[k] * (size_t)counts[k]);
+            if (!shares[k] || csm_sample_volumes(&shapes[k], pts[k], counts[k], w->object_spacing[k], shares[k]))
+                rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the volumes of objects[%d]'s particles", k);
+        }
         if (last[from] == k) {
             csm_shape_close(&shapes[from]);
             last[from] = -1;
@@ -185,13 +199,17 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     if (!rc && csm_particles_alloc(&w->P, (int32_t)n)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %lld particles", (long long)n);
     w->nobjects = cfg->nobjects;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
-        place_object(&cfg->objects[k], pts[k], counts[k], volumes[k], &w->P, w->object_first[k], k);
+        place_object(&cfg->objects[k], pts[k], shares[k], counts[k], volumes[k], &w->P, w->object_first[k], k);
         double total = 0;
         for (int32_t i = w->object_first[k]; i < w->object_first[k + 1]; i++) total += w->P.mass[i];
         w->object_density[k] = volumes[k] > 0 ? total / volumes[k] : 0.0;
     }
-    for (int k = 0; k < cfg->nobjects; k++) free(pts[k]);
+    for (int k = 0; k < cfg->nobjects; k++) {
+        free(pts[k]);
+        free(shares[k]);
+    }
     free(pts);
+    free(shares);
     free(counts);
     free(volumes);
     if (rc) {
@@ -225,6 +243,9 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
                           (o->own_clustering ? &o->clustering : &cfg->clustering)->plugin->name, i);
         }
 
+    /* the quadratic rest data of the quadratic mode or the continuum energy, before any stiffness
+       is asked for (elastic.c) */
+    if (!rc) csm_mode_ready(w);
     sim->integrator = (const csm_integrator *)cfg->integrator.plugin;
     if (!rc && sim->integrator->create)
         rc = sim->integrator->create(&cfg->integrator, w, &sim->integrator_state, err);
@@ -594,6 +615,18 @@ static void elastic_parts(csm_sim *sim, csm_diag *d)
         if (width > 0) {
             double beta = sqrt(e2) / width; /* Bargteil-Jones Eq 4 */
             if (beta > d->max_strain) d->max_strain = beta;
+        }
+    }
+    if (dist && csm_elastic_share(w) != 1.0) {
+        /* the continuum energy (elastic.c), as the distances an integrator weighs by 1/2 k_c: each
+           cluster's 2 E_c / k_c, and its springs' sum w m (g - x) . v */
+#pragma omp parallel for schedule(dynamic, 16)
+        for (int32_t c = 0; c < C->k; c++) {
+            double k = csm_modulus_stiffness(w, w->spring_modulus, c);
+            double e = csm_elastic_cluster(w, c, P->x, P->v, &C->com[3 * c], &C->R[9 * c], &C->Fp[9 * c],
+                                           w->spring_modulus, k, NULL, NULL, &dot[c]);
+            dist[c] = k > 0 ? 2.0 * e / k : 0.0;
+            if (!(k > 0)) dot[c] = 0.0;
         }
     }
     const csm_integrator *in = sim->integrator;

@@ -1,6 +1,7 @@
 #include "world.h"
 
 #include "csm_math.h"
+#include "elastic.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -66,6 +67,7 @@ static int cluster_arrays(csm_clusters *c, array_ref *a)
     REF(qmean, 6);
     REF(Aqq_inv, 81);
     REF(Q, 18);
+    REF(ebound, 1);
     REF(F_lagged, 9);
     return k;
 }
@@ -106,7 +108,8 @@ int csm_clusters_reserve(csm_clusters *c, int32_t k, int32_t m, int32_t n)
         int na = cluster_arrays(c, a);
         for (int i = 0; i < na; i++) {
             int optional = a[i].ptr == (void **)&c->qmean || a[i].ptr == (void **)&c->Aqq_inv ||
-                           a[i].ptr == (void **)&c->Q || a[i].ptr == (void **)&c->F_lagged;
+                           a[i].ptr == (void **)&c->Q || a[i].ptr == (void **)&c->ebound ||
+                           a[i].ptr == (void **)&c->F_lagged;
             if (grow_array(a[i].ptr, a[i].size, (size_t)c->cap_k, (size_t)cap, optional)) return -1;
         }
         if (grow_array((void **)&c->offset, sizeof *c->offset, (size_t)c->cap_k + 1, (size_t)cap + 1, 0)) return -1;
@@ -322,6 +325,7 @@ static void quadratic_rest(csm_clusters *c, int32_t cl)
         for (int a = 0; a < 9; a++)
             for (int b = 0; b < 9; b++) A[9 * a + b] += c->wmass[j] * t[a] * t[b];
     }
+    if (c->ebound) c->ebound[cl] = 0;
     if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', 9, A, 9, lam) != 0) return; /* stays 0 */
     double top = fabs(lam[8]);
     for (int e = 0; e < 9; e++) {
@@ -329,6 +333,7 @@ static void quadratic_rest(csm_clusters *c, int32_t cl)
         for (int a = 0; a < 9; a++)
             for (int b = 0; b < 9; b++) inv[9 * a + b] += A[9 * a + e] * A[9 * b + e] / lam[e];
     }
+    if (c->ebound) c->ebound[cl] = csm_elastic_bound(c, cl, A, lam, ARR_REL_TOL * top);
 }
 
 int csm_clusters_quadratic(csm_clusters *c)
@@ -336,11 +341,13 @@ int csm_clusters_quadratic(csm_clusters *c)
     free(c->qmean);
     free(c->Aqq_inv);
     free(c->Q);
+    free(c->ebound);
     size_t cap = c->cap_k > 0 ? (size_t)c->cap_k : 1;
     c->qmean = calloc(6 * cap, sizeof *c->qmean);
     c->Aqq_inv = calloc(81 * cap, sizeof *c->Aqq_inv);
     c->Q = calloc(18 * cap, sizeof *c->Q);
-    if (!c->qmean || !c->Aqq_inv || !c->Q) return -1;
+    c->ebound = calloc(cap, sizeof *c->ebound);
+    if (!c->qmean || !c->Aqq_inv || !c->Q || !c->ebound) return -1;
     for (int32_t cl = 0; cl < c->k; cl++) quadratic_rest(c, cl);
     return 0;
 }

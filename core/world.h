@@ -64,6 +64,8 @@ typedef struct csm_clusters {
     double *qmean;        /* [6k] weighted mean of q2(p) = (px^2, py^2, pz^2, px py, py pz, pz px) */
     double *Aqq_inv;      /* [81k] pseudo-inverse of sum w m q~ q~^T, q~ = (p, q2(p) - qmean) */
     double *Q;            /* [18k] 3x6 quadratic part of the goal transform from the last fit */
+    double *ebound;       /* [k] largest eigenvalue of A~_qq^-1 Gamma, Gamma = sum w m J J^T with J = dq~/dp
+                             (1/m^2): bounds the continuum energy's stiffness per unit mass (elastic.c) */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
     double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */
     /* the members of CSM_LANES clusters side by side, for the fits' sums (kernel.c; NULL until the first
@@ -219,6 +221,9 @@ enum { CSM_CONSERVE_NONE, CSM_CONSERVE_LINEAR, CSM_CONSERVE_ANGULAR };
 /* solver.volume: how a cluster holds its volume (csm_volume_project in kernel.h). AUTO is a
    config value only; the world holds what it resolved to. */
 enum { CSM_VOLUME_AUTO, CSM_VOLUME_COUPLED, CSM_VOLUME_SPLIT };
+/* solver.energy: what the clusters of a modulus store (elastic.c): the continuum's strain energy of
+   their quadratic fit, or the papers' shape-matching springs 1/2 k sum w m |x - g|^2. */
+enum { CSM_ENERGY_CONTINUUM, CSM_ENERGY_GOALS };
 /* solver.lanes: whose sums share a vector in a fit (kernel.c). MEMBERS: 8 members of one cluster,
    summed across the lanes at the end; CLUSTERS: one cluster per lane, its members summed in order;
    AUTO: CLUSTERS for blocks of small clusters of about equal size, MEMBERS otherwise. */
@@ -248,6 +253,11 @@ typedef struct csm_world {
     int lanes;                   /* CSM_LANES_*: how the fits' sums fill vector lanes (solver.lanes, kernel.c) */
     int volume;                  /* CSM_VOLUME_COUPLED or CSM_VOLUME_SPLIT (solver.volume, resolved) */
     double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (kernel.c) */
+    int energy;                  /* CSM_ENERGY_*: what a modulus's clusters store (solver.energy, elastic.c) */
+    double stabilization;        /* theta: the continuum energy's spring on what its fit cannot follow, as a
+                                    share of the stiffness bound k_c (solver.stabilization, elastic.c) */
+    int fit_energy;              /* set by an integrator while its fits are to give the elastic energy's goals
+                                    (CSM_ENERGY_CONTINUUM: the gradient's goals); 0: the rigid goals R F^p p */
     /* The stiffness of the integrator's springs, for the stages that weigh a cluster's stored
        energy (the plastic flow's energy guard and its dissipation): spring_modulus > 0, k_c from
        csm_modulus_stiffness, capped at 1 / h^2 when spring_capped; else alpha / h^2 per unit mass. */

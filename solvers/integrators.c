@@ -183,7 +183,11 @@ static int step(csm_world *w, void *state, double h, csm_error *err)
     }
 
     /* Lines 1-2: spring velocities towards the plain goals, external forces. */
-    if (spring) csm_fit_goals_pass(w, x, &sp, g);
+    if (spring) {
+        w->fit_energy = 1; /* the elastic energy's goals (the continuum's gradient), not the projections' */
+        csm_fit_goals_pass(w, x, &sp, g);
+        w->fit_energy = 0;
+    }
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < n; i++) {
         double im = P->inv_mass[i];

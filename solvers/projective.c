@@ -34,6 +34,7 @@
    is not part of the implicit system but a projection of its result, a first-order split that
    can leave a particle's velocity into a plane until the collider removes it. */
 #include "csm_math.h"
+#include "elastic.h"
 #include "grow.h"
 #include "implicit.h"
 #include "kernel.h"
@@ -201,13 +202,24 @@ static int factor(pd *s, csm_world *w, double h, csm_error *err)
     return 0;
 }
 
-/* d_ic = R_c F^p_c p_ic, from the last fit's R. */
-static void projected_offset(const csm_clusters *C, int32_t j, double d[3])
+/* d_ic = g_ic - xbar_c at the last fit's positions x: R_c F^p_c p_ic, or under the continuum
+   energy (1 - theta) (x_i - xbar_c) + theta (g^_ic - xbar_c), whose springs give the energy's
+   gradient (elastic.c): the global step then minimises a quadratic that lies above the energy
+   and touches it at x, and lowers it. */
+static void projected_offset(const csm_world *w, const double *x, int32_t j, double d[3])
 {
+    const csm_clusters *C = &w->C;
     int32_t c = C->mcluster[j];
-    double RF[9];
-    csm_m3_mul(&C->R[9 * c], &C->Fp[9 * c], RF);
-    csm_m3_mul_v3(RF, &C->p[3 * j], d);
+    double share = csm_elastic_share(w);
+    if (share == 1.0) {
+        double RF[9];
+        csm_m3_mul(&C->R[9 * c], &C->Fp[9 * c], RF);
+        csm_m3_mul_v3(RF, &C->p[3 * j], d);
+        return;
+    }
+    const double *xi = &x[3 * C->member[j]], *com = &C->com[3 * c];
+    csm_membership_goal(C, j, d);
+    for (int a = 0; a < 3; a++) d[a] = (1.0 - share) * (xi[a] - com[a]) + share * (d[a] - com[a]);
 }
 
 /* The step's objective at x: sum m |x - y|^2 / (2 h^2) + E(x), the rotations fitted at x. */
@@ -215,16 +227,24 @@ static double objective(pd *s, csm_world *w, const double *x, double h)
 {
     const csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
+    w->fit_energy = 1;
     csm_fit_all(w, x);
+    w->fit_energy = 0;
     double inertia = 0, elastic = 0;
     for (int32_t i = 0; i < P->n; i++) {
         if (P->inv_mass[i] == 0.0) continue;
         for (int a = 0; a < 3; a++) inertia += P->mass[i] * (x[3 * i + a] - s->y[3 * i + a]) * (x[3 * i + a] - s->y[3 * i + a]);
     }
+    if (csm_elastic_share(w) != 1.0) { /* the continuum energy itself */
+        for (int32_t c = 0; c < C->k; c++)
+            elastic += 2.0 * csm_elastic_cluster(w, c, x, NULL, &C->com[3 * c], &C->R[9 * c], &C->Fp[9 * c], s->modulus,
+                                                 s->kc[c], NULL, NULL, NULL);
+        return 0.5 * inertia / (h * h) + 0.5 * elastic;
+    }
     for (int32_t j = 0; j < C->m; j++) {
         int32_t c = C->mcluster[j];
         double d[3];
-        projected_offset(C, j, d);
+        projected_offset(w, x, j, d);
         const double *xi = &x[3 * C->member[j]], *com = &C->com[3 * c];
         for (int a = 0; a < 3; a++) elastic += s->kc[c] * C->wmass[j] * (xi[a] - com[a] - d[a]) * (xi[a] - com[a] - d[a]);
     }
@@ -249,7 +269,7 @@ static int global_step(pd *s, csm_world *w, double *x, double h, csm_error *err)
         int32_t c = C->mcluster[j], i = C->member[j], rc = s->row[n + c], ri = s->row[i];
         if (rc < 0) continue;
         double K = s->kc[c] * C->wmass[j], d[3];
-        projected_offset(C, j, d);
+        projected_offset(w, x, j, d);
         for (int a = 0; a < 3; a++) {
             if (ri >= 0) b[ri + (size_t)a * rows] += K * d[a];
             b[rc + (size_t)a * rows] -= K * d[a];
@@ -295,7 +315,9 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     csm_world_project(w, x, h); /* colliders and contacts, on the start and after every global step */
     for (int it = 0; it < s->iterations; it++) {
         memcpy(s->prev, x, sizeof(double) * 3 * (size_t)n);
+        w->fit_energy = 1;
         csm_fit_all(w, x); /* local step: R_c at x, through the rotation plugin */
+        w->fit_energy = 0;
         if (global_step(s, w, x, h, err)) return -1;
         csm_world_project(w, x, h);
         double moved = 0, step = 0;

@@ -24,6 +24,7 @@
    m_i (x_i - y_i) / h^2 + sum_c K_ic (x_i - g_ic) = 0: implicit Euler on the clusters' energy,
    whose stiffness, unlike pbd's, does not depend on the iteration count (the point of Macklin et
    al. 2016; the GAMES103 lecture's "stiffness behavior is subject to non-physical factors"). */
+#include "elastic.h"
 #include "grow.h"
 #include "implicit.h"
 #include "kernel.h"
@@ -112,19 +113,23 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
        velocity damped first as the explicit integrators damp it; the iterations start at y. */
     csm_implicit_predict(w, h, s->damping, s->viscosity, s->scratch, x);
     double h2 = h * h;
+    /* under the continuum energy a membership's residual is theta (x - g^) (elastic.c) */
+    double share = csm_elastic_share(w);
     csm_world_project(w, x, h); /* colliders and contacts, on y and after every iteration */
     for (int it = 0; it < s->iterations; it++) {
+        w->fit_energy = 1; /* goals of the elastic energy (elastic.c) */
         csm_fit_all(w, x);
+        w->fit_energy = 0;
 #pragma omp parallel for schedule(static)
         for (int32_t i = 0; i < n; i++) {
             double im = P->inv_mass[i];
             if (im == 0.0) continue;
-            double *xi = &x[3 * i], sum[3] = {0, 0, 0}, Ki = 0;
+            double *xi = &x[3 * i], sum[3] = {0, 0, 0}, Ki = 0, th = share;
             for (int32_t a = C->poff[i]; a < C->poff[i + 1]; a++) {
                 int32_t j = C->pmember[a];
                 double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
                 csm_membership_goal(C, j, g);
-                for (int d = 0; d < 3; d++) sum[d] += h2 * K * (xi[d] - g[d]) + s->lambda[3 * j + d];
+                for (int d = 0; d < 3; d++) sum[d] += h2 * K * th * (xi[d] - g[d]) + s->lambda[3 * j + d];
                 Ki += K;
             }
             if (Ki == 0.0) continue;
@@ -135,7 +140,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
                 int32_t j = C->pmember[a];
                 double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
                 csm_membership_goal(C, j, g);
-                for (int d = 0; d < 3; d++) s->lambda[3 * j + d] = -h2 * K * (xi[d] - g[d] + S[d] * im);
+                for (int d = 0; d < 3; d++) s->lambda[3 * j + d] = -h2 * K * (th * (xi[d] - g[d]) + S[d] * im);
             }
             for (int d = 0; d < 3; d++) xi[d] += S[d] * im;
         }

@@ -28,7 +28,7 @@ static const char *block = "name: block\n"
                            "    angular_velocity: [0.3, 1.0, 0.5]\n"
                            "    velocity: [0.2, 0, 0]\n"
                            "clustering: {method: fuzzy_cmeans, count: 3}\n"
-                           "solver: {integrator: projective_dynamics, rotation: polar_apq, modulus: 50, tolerance: 0}\n";
+                           "solver: {integrator: projective_dynamics, rotation: polar_apq, modulus: 50, tolerance: 0, energy: goals}\n";
 
 /* The implicit Euler equations' residual M (x - y) / h^2 + grad E(x), its largest entry, with the
    rotations fitted at x (polar_apq is the Procrustes rotation, where dE/dR vanishes). */

@@ -550,20 +550,21 @@ static const char *belt =
     "solver: {integrator: shape_matching, alpha: 0.5, damping: 0.05}\n"
     "forces: [{type: gravity}]\n";
 
-/* The mean velocity of a run's particles over its last `frames` frames (equal masses). */
+/* The velocity of a run's centre of mass along x, averaged over its last `frames` frames. */
 static double mean_vx_late(const char *const *sets, int nsets, int frames)
 {
     run r;
     run_start_text(&r, "belt.yaml", belt, sets, nsets);
-    double sum = 0;
-    int32_t n = r.sim.w.P.n;
+    double sum = 0, M = 0;
+    const csm_particles *P = &r.sim.w.P;
+    for (int32_t i = 0; i < P->n; i++) M += P->mass[i];
     for (int f = 0; f < r.cfg.frames; f++) {
         run_frame(&r);
         if (f < r.cfg.frames - frames) continue;
-        for (int32_t i = 0; i < n; i++) sum += r.sim.w.P.v[3 * i];
+        for (int32_t i = 0; i < P->n; i++) sum += P->mass[i] * P->v[3 * i];
     }
     run_stop(&r);
-    return sum / ((double)n * frames);
+    return sum / (M * frames);
 }
 
 /* Friction acts on the velocity relative to the surface: a block dropped onto a floor that slides

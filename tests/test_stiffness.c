@@ -39,7 +39,7 @@ static const char *block =
     "    mass: 2.0\n"
     "    deform: [[1, 0.3, 0], [0, 1, 0], [0, 0.1, 1]]\n"
     "clustering: {method: random_radius, radius: 10}\n"
-    "solver: {integrator: shape_matching, rotation: polar_f, modulus: 1000}\n";
+    "solver: {integrator: shape_matching, rotation: polar_f, modulus: 1000, energy: goals}\n";
 
 /* The energy the springs store, 1/2 sum_c k_c sum_i w_ic m_i |x_i - g_ic|^2, at the last fit. */
 static double spring_energy(const csm_world *w, double mu)
@@ -99,6 +99,53 @@ static void test_sheared_block_stores_material_energy(void **state)
     printf("sheared block: %d clusters store %.4f of the material's energy\n", w->C.k, E / expect);
     assert_close(E, expect, 0.02 * expect);
     scene_stop(&s);
+}
+
+/* The continuum energy (solver.energy: continuum, elastic.c) stores a uniform deformation's
+   energy exactly in every cluster, cut by the surface or not: the quadratic fit of a uniform
+   field is the field, nothing is left for the stabilising spring, and each member's stretch is F's.
+   With Poisson's ratio 0.3 the energy is mu |S - 1|^2 + lambda / 2 (tr S - 3)^2 per volume,
+   lambda = 2 mu nu / (1 - 2 nu). The grid's masses are the trapezoid rule's (sampling.mass: volume):
+   the block's volume and mass come out whole, a corner carries an eighth of an inner particle. */
+static void test_continuum_stores_material_energy(void **state)
+{
+    (void)state;
+    const double F[9] = {1, 0.3, 0, 0, 1, 0, 0, 0.1, 1}, mu = 1000;
+    double U[9], sv[3], Vt[9];
+    csm_svd3_lapacke(F, U, sv, Vt);
+    double dev = 0, tr = sv[0] + sv[1] + sv[2] - 3.0;
+    for (int a = 0; a < 3; a++) dev += (sv[a] - 1) * (sv[a] - 1);
+    for (int nu10 = 0; nu10 <= 3; nu10 += 3) {
+        double nu = nu10 / 10.0, lambda = 2 * mu * nu / (1 - 2 * nu);
+        char energy[64], poisson[64];
+        snprintf(energy, sizeof energy, "solver.energy=continuum");
+        snprintf(poisson, sizeof poisson, "solver.poisson=%g", nu);
+        /* a step at which no gain is clamped: the energy is the material's, not a clamped share */
+        const char *sets[] = {"clustering.radius=0.3", "time.dt=1e-4", energy, poisson};
+        scene s;
+        scene_start(&s, block, sets, nu10 ? 4 : 3);
+        csm_world *w = &s.sim.w;
+        assert_true(w->C.k > 20);
+        csm_diag d;
+        csm_diagnostics(&s.sim, &d);
+        double expect = 1.0 * (mu * dev + 0.5 * lambda * tr * tr);
+        printf("sheared block, continuum energy, nu %.1f: %d clusters store %.12f of the material's energy\n", nu,
+               w->C.k, d.elastic / expect);
+        assert_close(d.elastic, expect, 1e-9 * expect);
+        if (nu10 == 0) {
+            const csm_particles *P = &w->P;
+            double M = 0, lo = INFINITY, hi = 0;
+            for (int32_t i = 0; i < P->n; i++) {
+                M += P->mass[i];
+                lo = fmin(lo, P->mass[i]);
+                hi = fmax(hi, P->mass[i]);
+            }
+            assert_close(M, 2.0, 1e-12);
+            assert_close(lo, hi / 8, 1e-12 * hi);
+            assert_close(hi, 2.0 * 0.125 * 0.125 * 0.125, 1e-12);
+        }
+        scene_stop(&s);
+    }
 }
 
 /* /diagnostics/elastic_energy is this energy, in joules: the spring sum above with a modulus,
@@ -250,12 +297,12 @@ static void test_gains_follow_plasticity_and_reclustering(void **state)
 {
     (void)state;
     const char *sets[] = {"recluster.method=embedded", "recluster.cond_max=1.5", "solver.modulus=50",
-                          "time.substeps=2", "time.frames=45"};
+                          "time.substeps=2", "time.frames=45", "solver.energy=goals"};
     csm_register_builtins();
     csm_config cfg;
     csm_sim sim;
     csm_error err;
-    if (csm_config_load(CSM_TEST_DIR "/configs/recluster_bar.yaml", sets, 5, &cfg, &err)) fail_msg("%s", err.msg);
+    if (csm_config_load(CSM_TEST_DIR "/configs/recluster_bar.yaml", sets, 6, &cfg, &err)) fail_msg("%s", err.msg);
     if (csm_sim_create(&cfg, &sim, &err)) fail_msg("%s", err.msg);
     int32_t initial = sim.w.C.k;
     for (int f = 0; f < cfg.frames; f++)
@@ -507,6 +554,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sheared_block_stores_material_energy),
+        cmocka_unit_test(test_continuum_stores_material_energy),
         cmocka_unit_test(test_elastic_energy_is_in_joules),
         cmocka_unit_test(test_work_external_closes_the_budget),
         cmocka_unit_test(test_energy_budget_closes),

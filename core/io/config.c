@@ -118,15 +118,23 @@ static const csm_plugin_head shape_kinds[] = {
      mesh_params},
 };
 
+#define MASS_PARAM \
+    CSM_P_ENUM(csm_sampling_params, mass, CSM_MASS_VOLUME, "volume|uniform",                                    \
+               "how the object's mass is shared: volume (in proportion to each particle's Voronoi cell clipped to " \
+               "the shape, so the particles integrate the body's volume and its moments; a grid's face particles "  \
+               "carry half a cell) or uniform (the papers': equal masses, which put a cell's full mass on the faces)")
+
 static const csm_param_spec grid_params[] = {
     CSM_P_REAL(csm_sampling_params, spacing, 0.1, 1e-6, 1e9, "distance between grid points"),
     CSM_P_INT(csm_sampling_params, particles, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)"),
+    MASS_PARAM,
     CSM_PARAM_END,
 };
 static const csm_param_spec poisson_params[] = {
     CSM_P_REAL(csm_sampling_params, spacing, 0.1, 1e-6, 1e9, "minimum distance between particles (Bridson 2007)"),
     CSM_P_INT(csm_sampling_params, attempts, 30, 1, 1000, "candidates tried around each active sample"),
     CSM_P_INT(csm_sampling_params, particles, 0, 0, 1e8, "target particle count; picks the spacing (0: use spacing)"),
+    MASS_PARAM,
     CSM_PARAM_END,
 };
 static const csm_plugin_head sampling_kinds[] = {
@@ -181,12 +189,66 @@ const csm_param_spec csm_solver_common_params[] = {
                "with volume split: bulk modulus kappa (Pa) of each cluster's volume term 1/2 kappa V_c (det F - 1)^2, "
                "projected with compliance 1 / (kappa V_c) (Macklin et al. 2016); 0: the bulk stiffness the coupled "
                "springs have at F^p = 1 (Poisson's ratio 0; a hard constraint for pbd, which has no springs)"),
+    CSM_P_ENUM(csm_config, energy, CSM_ENERGY_CONTINUUM, "continuum|goals",
+               "what the clusters of a modulus store: continuum (the linear-elastic strain energy of each cluster's "
+               "quadratic fit, with Lame lambda from bulk_modulus or poisson, plus a spring on what the fit cannot "
+               "follow: converges to the material in stretch, bending and torsion) or goals (the papers' springs "
+               "1/2 k_c sum w m |x - g|^2 towards rigid goals, exact only under uniform strain of a round cluster)"),
+    CSM_P_REAL(csm_config, stabilization, 0.1, 1e-6, 1,
+               "with energy continuum: the stiffness of the spring on what a cluster's quadratic fit cannot follow, as "
+               "a share theta of the cluster's stiffness bound k_c (no motion is free of energy; a smooth field's cubic "
+               "part pays it, which vanishes as the clusters shrink)"),
+    CSM_P_REAL(csm_config, young, 0, 0, 1e15,
+               "Young's modulus E (Pa): sets the integrator's modulus to mu = E / (2 (1 + nu)) and bulk_modulus to "
+               "E / (3 (1 - 2 nu)) (0: give modulus instead)"),
+    CSM_P_REAL(csm_config, poisson, 0, -0.99, 0.499,
+               "Poisson's ratio nu: with young or the integrator's modulus, sets bulk_modulus = 2 mu (1 + nu) / "
+               "(3 (1 - 2 nu)) (the continuum energy's lambda, or the split volume term's kappa)"),
     CSM_P_ENUM(csm_config, lanes, CSM_LANES_AUTO, "auto|members|clusters",
                "whose sums share a vector in a fit: members (8 members of one cluster, summed across the lanes at "
                "the end), clusters (8 clusters side by side, each summing its members in order), auto (clusters for "
                "blocks of small clusters of about equal size); the same physics, rounded differently"),
     CSM_PARAM_END,
 };
+
+/* solver.young and solver.poisson, the material in the units of the field, resolved to the pair
+   the solvers take: the integrator's shear modulus mu = E / (2 (1 + nu)) and the bulk modulus
+   kappa = E / (3 (1 - 2 nu)) = 2 mu (1 + nu) / (3 (1 - 2 nu)). A pair given twice is refused. */
+static int resolve_material(csm_config *cfg, csm_node *solver, csm_error *err)
+{
+    csm_node *young = csm_node_get(solver, "young"), *nu = csm_node_get(solver, "poisson");
+    csm_node *bulk = csm_node_get(solver, "bulk_modulus"), *mod = csm_node_get(solver, "modulus");
+    int has_young = cfg->young > 0, has_nu = nu && cfg->poisson != 0.0;
+    if (!has_young && !has_nu) return 0;
+    char wbuf[512];
+    csm_plugin_cfg *in = &cfg->integrator;
+    const csm_param_spec *spec = in->plugin->params;
+    int at = -1;
+    for (int k = 0; spec && spec[k].key; k++)
+        if (!strcmp(spec[k].key, "modulus")) at = k;
+    if (at < 0)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver.%s needs an integrator that takes a modulus (%s takes alpha)",
+                        csm_node_where(young ? young : nu, wbuf, sizeof wbuf), has_young ? "young" : "poisson",
+                        in->plugin->name);
+    if (has_young && mod)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver.young and solver.modulus both give the material; keep one",
+                        csm_node_where(mod, wbuf, sizeof wbuf));
+    if (bulk && cfg->bulk_modulus > 0)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                        "%s: solver.bulk_modulus and solver.%s both give the bulk stiffness; keep one",
+                        csm_node_where(bulk, wbuf, sizeof wbuf), has_young ? "young" : "poisson");
+    double v = cfg->poisson, mu = in->values[at].num;
+    if (has_young) {
+        mu = cfg->young / (2.0 * (1.0 + v));
+        in->values[at].num = mu;
+        csm_params_fill(spec, in->values, in->params.bytes);
+    }
+    if (!(mu > 0))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver.poisson needs a modulus (solver.modulus or solver.young)",
+                        csm_node_where(nu, wbuf, sizeof wbuf));
+    cfg->bulk_modulus = 2.0 * mu * (1.0 + v) / (3.0 * (1.0 - 2.0 * v));
+    return 0;
+}
 
 static const csm_plugin_head config_sections[] = {
     {1, "(top level)", "name, seed", top_params},
@@ -500,8 +562,8 @@ static int load(const char *path, const char *text, const char *const *overrides
     }
     {
         csm_node *rot = csm_node_get(solver, "rotation");
-        static const char *const common[] = {"rotation", "svd",          "mode",  "beta", "conserve",
-                                             "volume",   "bulk_modulus", "lanes", NULL};
+        static const char *const common[] = {"rotation", "svd",   "mode",  "beta",    "conserve", "volume",
+                                             "bulk_modulus", "energy", "stabilization", "young", "poisson", "lanes", NULL};
         if (csm_section_plugin(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))
             goto fail;
@@ -539,6 +601,7 @@ static int load(const char *path, const char *text, const char *const *overrides
             }
         }
         csm_params_fill(csm_solver_common_params, cv, cfg);
+        if (resolve_material(cfg, solver, err)) goto fail;
         /* split goals are a similarity of the rigid fit; an integrator must project the volume */
         const csm_integrator *in = (const csm_integrator *)cfg->integrator.plugin;
         const char *why = cfg->mode != CSM_MODE_RIGID ? "needs solver.mode: rigid"

@@ -49,7 +49,12 @@ typedef struct csm_sampling_params {
     double spacing;
     int32_t particles;    /* target count (0: use spacing) */
     int32_t attempts;     /* poisson */
+    int32_t mass;         /* CSM_MASS_*: how the object's mass is shared among its particles */
 } csm_sampling_params;
+
+/* sampling.mass: volume (each particle's share of the shape's volume, its Voronoi cell clipped
+   to the shape) or uniform (the papers': every particle the same mass). */
+enum { CSM_MASS_VOLUME, CSM_MASS_UNIFORM };
 
 /* the body keys of objects[] */
 typedef struct csm_body_params {
@@ -98,7 +103,10 @@ typedef struct csm_config {
     double beta;              /* solver.beta */
     int conserve;             /* CSM_CONSERVE_* (solver.conserve) */
     int volume;               /* CSM_VOLUME_* (solver.volume) */
-    double bulk_modulus;      /* solver.bulk_modulus */
+    double bulk_modulus;      /* solver.bulk_modulus (resolved from young and poisson when they are given) */
+    int energy;               /* CSM_ENERGY_* (solver.energy) */
+    double stabilization;     /* solver.stabilization */
+    double young, poisson;    /* solver.young (0: not given) and solver.poisson */
     int lanes;                /* CSM_LANES_* (solver.lanes) */
     csm_plugin_cfg *forces, *colliders;
     int nforces, ncolliders;

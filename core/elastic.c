@@ -1,0 +1,241 @@
+/* The continuum cluster energy (solver.energy: continuum).
+
+   Why. The shape-matching springs store E_c = 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 with rigid
+   goals g = xbar + R F^p p. A modulus sets k_c so that a uniform strain stores the material's
+   energy in an isotropic cluster (csm_modulus_stiffness), but the springs count everything a
+   rotation cannot follow as strain: a bent cluster's quadratic field (the rotation varies across
+   it, which costs the continuum nothing), and a cluster that the body's surface cut short is
+   stiffer along its long axis. Both stiffen a bent body, and neither vanishes as the clusters
+   shrink, because k_c grows as their size shrinks.
+
+   What. Each cluster fits its displacement with Müller 2005's quadratic basis (report Sec 4),
+   q~(p) = (p, q2(p) - qmean) in R^9 weighted by w m: x - xbar ~ A~ q~(p), A~ = A~_xq A~_qq^-1
+   (3x9). The fitted field's elastic gradient at member i is G_i = A~ J_i F^p^-1, J_i = dq~/dp at
+   p_i (9x3), and the cluster stores the corotated linear-elastic energy of that field, with the
+   members as quadrature points of volume v_i = w_ic m_i / rho and each its own rotation
+   R_i = polar(G_i), G_i = R_i S_i:
+       E_c = sum_i v_i [mu |S_i - 1|^2 + lambda / 2 (tr S_i - 3)^2]
+   (deviatoric, mu (|S_i - 1|^2 - (tr S_i - 3)^2 / 3), under volume split, whose own term holds the
+   volume). For small strain it is mu |eps|^2 + lambda / 2 (tr eps)^2 of linear elasticity, and it
+   is a function of the positions alone (each R_i is its own term's minimiser), so its forces are
+   exactly conservative at any strain. Plus a
+   spring of stiffness theta k_c on the residual r_i = x_i - xbar - A~ q~_i the basis cannot follow,
+   so that no motion is free of energy (the hourglass control of one-point finite elements, theta
+   = solver.stabilization):
+       E_c += 1/2 theta k_c sum_i w m |r_i|^2 = 1/2 theta k_c (S - tr(A~ B^T)),  B = A~_xq, S = sum w m |x - xbar|^2.
+   A uniform strain stores mu V_c |eps|^2 + lambda / 2 V_c (tr eps)^2 in any cluster, round or cut;
+   a quadratic field (bending, torsion) stores its continuum energy exactly; the residual of a
+   smooth field is cubic and its energy vanishes as the clusters shrink. Poisson's ratio comes
+   from lambda.
+
+   Its gradient (d psi / d G_i = P_i = 2 mu (G_i - R_i) + lambda (tr S_i - 3) R_i, times F^p^-T) is
+       dE / dx_j = w m_j (Z q~_j + theta k_c r_j),  Z = Sigma A~_qq^-1,  Sigma = sum_i v_i P_i J_i^T,
+   because dA~/dx_j = w m_j A~_qq^-1 q~_j (xbar drops out: q~ is centred). Every integrator takes
+   its elastic forces as springs towards goals, k_c w m (g - x), so the goals are
+       g_j = x_j - (Z q~_j + theta k_c r_j) / k_c = (1 - theta) x_j + theta g^_j,
+       g^_j = xbar + (A~ - Z / (theta k_c)) q~_j,
+   and g^ is the quadratic goal transform T = (A~ - Z / (theta k_c))_p, Q = (...)_q that the
+   kernel's goal passes already evaluate; each integrator takes theta of the pull towards g^
+   (csm_elastic_share). k_c is the largest eigenvalue of the Hessian or above it
+   (csm_elastic_stiffness), so the springs' quadratic 1/2 k_c sum w m |x - g|^2 with the goals held
+   lies above E_c and touches it at x: projective dynamics' global step is then a majorise-minimise
+   step and lowers the energy, and the explicit gain h^2 k_c <= 1 keeps every mode stable. The
+   forces sum to zero per cluster and, E_c being invariant under rotation, exert no torque. */
+#include "elastic.h"
+
+#include "csm_math.h"
+#include "svd3.h"
+
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* q~ = (p, q2(p) - qmean) of member j, and its gradient J (9x3, row a = d q~_a / d p). */
+static void basis(const double p[3], const double mean[6], double t[9], double J[27])
+{
+    double q[6];
+    csm_quad_terms(p, q);
+    for (int a = 0; a < 3; a++) t[a] = p[a];
+    for (int a = 0; a < 6; a++) t[3 + a] = q[a] - mean[a];
+    if (!J) return;
+    memset(J, 0, 27 * sizeof *J);
+    J[0] = J[4] = J[8] = 1.0;
+    /* q2 = (px^2, py^2, pz^2, px py, py pz, pz px) */
+    J[9 + 0] = 2 * p[0];
+    J[12 + 1] = 2 * p[1];
+    J[15 + 2] = 2 * p[2];
+    J[18 + 0] = p[1], J[18 + 1] = p[0];
+    J[21 + 1] = p[2], J[21 + 2] = p[1];
+    J[24 + 0] = p[2], J[24 + 2] = p[0];
+}
+
+double csm_elastic_bound(const csm_clusters *C, int32_t c, const double V[81], const double lam[9], double tol)
+{
+    /* Gamma = sum w m J J^T, then W^T Gamma W with W = V Lambda^-1/2 over the kept eigenvalues:
+       its largest eigenvalue is that of A~_qq^+ Gamma on the space the fit spans */
+    double G[81] = {0}, W[81] = {0}, M[81] = {0}, ev[9];
+    const double *mean = &C->qmean[6 * c];
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        double t[9], J[27], wm = C->wmass[j];
+        basis(&C->p[3 * j], mean, t, J);
+        for (int a = 0; a < 9; a++)
+            for (int b = 0; b < 9; b++)
+                G[9 * a + b] += wm * (J[3 * a] * J[3 * b] + J[3 * a + 1] * J[3 * b + 1] + J[3 * a + 2] * J[3 * b + 2]);
+    }
+    int kept = 0;
+    for (int e = 0; e < 9; e++) {
+        if (!(lam[e] > tol)) continue;
+        for (int a = 0; a < 9; a++) W[9 * a + kept] = V[9 * a + e] / sqrt(lam[e]);
+        kept++;
+    }
+    if (!kept) return 0.0;
+    for (int r = 0; r < kept; r++)
+        for (int s = 0; s < kept; s++) {
+            double sum = 0;
+            for (int a = 0; a < 9; a++)
+                for (int b = 0; b < 9; b++) sum += W[9 * a + r] * G[9 * a + b] * W[9 * b + s];
+            M[kept * r + s] = sum;
+        }
+    if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', kept, M, kept, ev) != 0) return 0.0;
+    return ev[kept - 1] > 0 ? ev[kept - 1] : 0.0;
+}
+
+static double cluster_density(const csm_world *w, int32_t c)
+{
+    int32_t o = csm_cluster_object(w, c);
+    return o >= 0 && w->object_density ? w->object_density[o] : 0.0;
+}
+
+void csm_elastic_lame(const csm_world *w, double mu, int32_t c, double *mu_c, double *lambda_c)
+{
+    int32_t o = csm_cluster_object(w, c);
+    if (o >= 0 && w->object_modulus && w->object_modulus[o] > 0) mu = w->object_modulus[o];
+    *mu_c = mu;
+    *lambda_c = w->volume != CSM_VOLUME_SPLIT && w->bulk_modulus > 0 ? w->bulk_modulus - 2.0 * mu / 3.0 : 0.0;
+}
+
+double csm_elastic_stiffness(const csm_world *w, double mu, int32_t c)
+{
+    const csm_clusters *C = &w->C;
+    double rho = cluster_density(w, c), m, l;
+    if (!C->ebound || !(rho > 0) || !(C->mass[c] > 0)) return 0.0;
+    csm_elastic_lame(w, mu, c, &m, &l);
+    /* |sym H|^2 <= |H|^2 and (tr eps)^2 <= 3 |eps|^2: the energy is at most
+       (mu + 3/2 lambda+) / rho sum w m |A~ J|^2, whose Hessian over the mass is 2 (...) Gamma */
+    return 2.0 * (m + 1.5 * fmax(l, 0.0)) / rho * C->ebound[c];
+}
+
+double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const double *v, const double com[3],
+                           const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
+                           double *dot)
+{
+    const csm_clusters *C = &w->C;
+    const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    double rho = cluster_density(w, c), m_c, l_c;
+    csm_elastic_lame(w, mu, c, &m_c, &l_c);
+    int deviatoric = w->volume == CSM_VOLUME_SPLIT;
+    /* the fit: B = sum w m (x - xbar) q~^T, A~ = B A~_qq^-1 (Müller 2005 report Sec 4) */
+    double B[27] = {0}, A[27], S = 0;
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * C->member[j]];
+        double t[9], wm = C->wmass[j], d[3] = {xi[0] - com[0], xi[1] - com[1], xi[2] - com[2]};
+        basis(&C->p[3 * j], mean, t, NULL);
+        S += wm * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int r = 0; r < 3; r++)
+            for (int a = 0; a < 9; a++) B[9 * r + a] += wm * d[r] * t[a];
+    }
+    for (int r = 0; r < 3; r++)
+        for (int b = 0; b < 9; b++) {
+            double sum = 0;
+            for (int a = 0; a < 9; a++) sum += B[9 * r + a] * inv[9 * a + b];
+            A[9 * r + b] = sum;
+        }
+    double Fpi[9], Re[9];
+    int plastic = !(Fp[0] == 1 && Fp[4] == 1 && Fp[8] == 1 && Fp[1] == 0 && Fp[2] == 0 && Fp[3] == 0 && Fp[5] == 0 &&
+                    Fp[6] == 0 && Fp[7] == 0);
+    if (!plastic || csm_m3_inverse(Fp, Fpi) == 0.0) csm_m3_identity(Fpi);
+    {
+        /* the rotation of the fitted field's mean gradient F^e = A~_p F^p^-1 (Falkenstein Eq 5, 15),
+           whatever the rotation plugin, warm-started from R (the fit's): each member's rotation
+           starts from it */
+        double F[9], Fe[1][9], q[1][4];
+        for (int r = 0; r < 3; r++)
+            for (int a = 0; a < 3; a++) F[3 * r + a] = A[9 * r + a];
+        csm_m3_mul(F, Fpi, Fe[0]);
+        csm_quat_from_rotation(R, q[0]);
+        csm_polar3_warm_lanes(w->svd, 1, (const double(*)[9])Fe, q, (double(*)[9])Re);
+        if (!(csm_m3_det(Re) > 0)) memcpy(Re, R, sizeof Re);
+        R = Re;
+    }
+    /* the strain energy at the members, and Sigma = sum v P J^T */
+    double E = 0, Sig[27] = {0}, q0[4];
+    csm_quat_from_rotation(R, q0);
+    for (int32_t j = lo; j < hi && rho > 0; j++) {
+        double t[9], J[27], G[9], Ge[9], Ri[9], S[9], P[9], Pe[9], q[4];
+        basis(&C->p[3 * j], mean, t, J);
+        double vol = C->wmass[j] / rho;
+        for (int r = 0; r < 3; r++)
+            for (int b = 0; b < 3; b++) {
+                double sum = 0;
+                for (int a = 0; a < 9; a++) sum += A[9 * r + a] * J[3 * a + b];
+                G[3 * r + b] = sum;
+            }
+        if (plastic) csm_m3_mul(G, Fpi, Ge);
+        else memcpy(Ge, G, sizeof Ge);
+        /* the member's own rotation, warm-started from the cluster's: psi is a function of G alone */
+        memcpy(q, q0, sizeof q);
+        csm_polar3_warm(w->svd, Ge, q, Ri);
+        csm_m3_mul_at(Ri, Ge, S);
+        double tr = S[0] + S[4] + S[8] - 3.0, dev = 0;
+        for (int r = 0; r < 3; r++)
+            for (int b = 0; b < 3; b++) {
+                double e = S[3 * r + b] - (r == b);
+                dev += e * e;
+            }
+        /* corotated linear elasticity: mu |S - 1|^2 + lambda / 2 (tr S - 3)^2, or its deviatoric part
+           mu (|S - 1|^2 - (tr S - 3)^2 / 3); P = dpsi / dG^e */
+        double psi = deviatoric ? m_c * (dev - tr * tr / 3.0) : m_c * dev + 0.5 * l_c * tr * tr;
+        double cR = deviatoric ? -2.0 * m_c * tr / 3.0 : l_c * tr;
+        for (int a = 0; a < 9; a++) Pe[a] = 2.0 * m_c * (Ge[a] - Ri[a]) + cR * Ri[a];
+        E += vol * psi;
+        if (plastic) csm_m3_mul_bt(Pe, Fpi, P); /* dpsi / dG = P^e F^p^-T */
+        else memcpy(P, Pe, sizeof P);
+        for (int r = 0; r < 3; r++)
+            for (int a = 0; a < 9; a++)
+                Sig[9 * r + a] += vol * (P[3 * r] * J[3 * a] + P[3 * r + 1] * J[3 * a + 1] + P[3 * r + 2] * J[3 * a + 2]);
+    }
+    double fitted = 0, theta = w->stabilization, ks = theta * k;
+    for (int a = 0; a < 27; a++) fitted += A[a] * B[a];
+    E += 0.5 * ks * fmax(0.0, S - fitted);
+    if (!T && !dot) return E;
+    /* the goals' transform A~ - Z / (theta k), Z = Sigma A~_qq^-1 */
+    double G[27];
+    for (int r = 0; r < 3; r++)
+        for (int b = 0; b < 9; b++) {
+            double sum = 0;
+            for (int a = 0; a < 9; a++) sum += Sig[9 * r + a] * inv[9 * a + b];
+            G[9 * r + b] = A[9 * r + b] - (ks > 0 ? sum / ks : 0.0);
+        }
+    if (T)
+        for (int r = 0; r < 3; r++) {
+            for (int a = 0; a < 3; a++) T[3 * r + a] = G[9 * r + a];
+            for (int a = 0; a < 6; a++) Q[6 * r + a] = G[9 * r + 3 + a];
+        }
+    if (dot) {
+        double s = 0;
+        for (int32_t j = lo; j < hi && v; j++) {
+            const double *xi = &x[3 * C->member[j]], *vi = &v[3 * C->member[j]];
+            double t[9];
+            basis(&C->p[3 * j], mean, t, NULL);
+            for (int r = 0; r < 3; r++) {
+                double g = com[r];
+                for (int a = 0; a < 9; a++) g += G[9 * r + a] * t[a];
+                s += C->wmass[j] * (g - xi[r]) * vi[r];
+            }
+        }
+        *dot = theta * s;
+    }
+    return E;
+}
