@@ -16,7 +16,7 @@ FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/dro
            $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md $(OUT)/integrators.md \
            $(OUT)/contact.md
 
-.PHONY: figures build clean-figures movies reference
+.PHONY: figures build clean-figures movies reference validation
 figures: $(FIGURES)
 	@echo "figures in $(OUT)/:"; ls $(OUT)/*.md $(OUT)/*.png
 	@echo "disk used by $(OUT)/ (logs included; make clean-figures frees it): $$(du -sh $(OUT) | cut -f1)"
@@ -203,5 +203,9 @@ clean-figures:
 	rm -rf $(OUT)
 
 # The README's parameter reference, from the parameter tables (csm list --markdown).
+# csm against a finite-element code (CalculiX, Debian's calculix-ccx): experiments/validation/.
+validation: build
+	$(PY) experiments/validation/run.py --csm $(CSM) -o out/validation
+
 reference: build
 	experiments/reference.sh $(CSM) README.md

@@ -24,7 +24,7 @@ cd "$(dirname "$0")"
 # yaml for a log's config as a dict, and venv + pip + setuptools to install python/ offline).
 BUILD_PKGS="gcc make cmake pkg-config git libfyaml-dev libhdf5-dev liblapacke-dev libopenblas-dev libsuitesparse-dev"
 RUN_PKGS="hdf5-tools python3 python3-h5py python3-numpy python3-yaml python3-venv python3-pip python3-setuptools python3-matplotlib python3-skimage"
-FIGURE_PKGS="python3-matplotlib python3-yaml python3-skimage ffmpeg"
+FIGURE_PKGS="python3-matplotlib python3-yaml python3-skimage ffmpeg calculix-ccx"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 TEST_PKGS="libcmocka-dev valgrind python3-matplotlib python3-yaml python3-skimage paraview python3-paraview xvfb xauth libxml2-utils"
 

@@ -218,6 +218,8 @@ static int resolve_material(csm_config *cfg, csm_node *solver, csm_error *err)
 {
     csm_node *young = csm_node_get(solver, "young"), *nu = csm_node_get(solver, "poisson");
     csm_node *bulk = csm_node_get(solver, "bulk_modulus"), *mod = csm_node_get(solver, "modulus");
+    if (mod && mod->line == 0) mod = NULL; /* a default the section filled in, not the user's */
+    if (bulk && bulk->line == 0) bulk = NULL;
     int has_young = cfg->young > 0, has_nu = nu && cfg->poisson != 0.0;
     if (!has_young && !has_nu) return 0;
     char wbuf[512];
@@ -247,6 +249,17 @@ static int resolve_material(csm_config *cfg, csm_node *solver, csm_error *err)
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: solver.poisson needs a modulus (solver.modulus or solver.young)",
                         csm_node_where(nu, wbuf, sizeof wbuf));
     cfg->bulk_modulus = 2.0 * mu * (1.0 + v) / (3.0 * (1.0 - 2.0 * v));
+    /* the resolved pair in the config's text, which the log keeps */
+    const char *keys[2] = {"modulus", "bulk_modulus"};
+    double vals[2] = {mu, cfg->bulk_modulus};
+    for (int k = 0; k < 2; k++) {
+        csm_node *n = csm_node_get(solver, keys[k]);
+        if (!n || n->kind != CSM_NODE_SCALAR) continue;
+        char text[64];
+        snprintf(text, sizeof text, "%.17g", vals[k]);
+        free(n->text);
+        n->text = csm_dupstr(text, strlen(text));
+    }
     return 0;
 }
 
