@@ -31,6 +31,13 @@ static inline void csm_m3_identity(double *M)
     memset(M, 0, 9 * sizeof(double));
     M[0] = M[4] = M[8] = 1.0;
 }
+
+/* Whether M is exactly the identity (no plastic deformation, say). */
+static inline int csm_m3_is_identity(const double *M)
+{
+    return M[0] == 1.0 && M[4] == 1.0 && M[8] == 1.0 && M[1] == 0.0 && M[2] == 0.0 && M[3] == 0.0 && M[5] == 0.0 &&
+           M[6] == 0.0 && M[7] == 0.0;
+}
 /* out = A b (out may not alias b). */
 static inline void csm_m3_mul_v3(const double *A, const double *b, double *out)
 {

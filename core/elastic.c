@@ -101,12 +101,6 @@ double csm_elastic_bound(const csm_clusters *C, int32_t c, const double V[81], c
     return ev[kept - 1] > 0 ? ev[kept - 1] : 0.0;
 }
 
-static double cluster_density(const csm_world *w, int32_t c)
-{
-    int32_t o = csm_cluster_object(w, c);
-    return o >= 0 && w->object_density ? w->object_density[o] : 0.0;
-}
-
 void csm_elastic_lame(const csm_world *w, double mu, int32_t c, double *mu_c, double *lambda_c)
 {
     int32_t o = csm_cluster_object(w, c);
@@ -118,7 +112,7 @@ void csm_elastic_lame(const csm_world *w, double mu, int32_t c, double *mu_c, do
 double csm_elastic_stiffness(const csm_world *w, double mu, int32_t c)
 {
     const csm_clusters *C = &w->C;
-    double rho = cluster_density(w, c), m, l;
+    double rho = csm_cluster_density(w, c), m, l;
     if (!C->ebound || !(rho > 0) || !(C->mass[c] > 0)) return 0.0;
     csm_elastic_lame(w, mu, c, &m, &l);
     /* |sym H|^2 <= |H|^2 and (tr eps)^2 <= 3 |eps|^2: the energy is at most
@@ -133,7 +127,7 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
     const csm_clusters *C = &w->C;
     const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
-    double rho = cluster_density(w, c), m_c, l_c;
+    double rho = csm_cluster_density(w, c), m_c, l_c;
     csm_elastic_lame(w, mu, c, &m_c, &l_c);
     int deviatoric = w->volume == CSM_VOLUME_SPLIT;
     /* the fit: B = sum w m (x - xbar) q~^T, A~ = B A~_qq^-1 (Müller 2005 report Sec 4) */
@@ -153,25 +147,20 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
             A[9 * r + b] = sum;
         }
     double Fpi[9], Re[9];
-    int plastic = !(Fp[0] == 1 && Fp[4] == 1 && Fp[8] == 1 && Fp[1] == 0 && Fp[2] == 0 && Fp[3] == 0 && Fp[5] == 0 &&
-                    Fp[6] == 0 && Fp[7] == 0);
+    int plastic = !csm_m3_is_identity(Fp);
     if (!plastic || csm_m3_inverse(Fp, Fpi) == 0.0) csm_m3_identity(Fpi);
-    {
-        /* the rotation of the fitted field's mean gradient F^e = A~_p F^p^-1 (Falkenstein Eq 5, 15),
-           whatever the rotation plugin, warm-started from R (the fit's): each member's rotation
-           starts from it */
-        double F[9], Fe[1][9], q[1][4];
-        for (int r = 0; r < 3; r++)
-            for (int a = 0; a < 3; a++) F[3 * r + a] = A[9 * r + a];
-        csm_m3_mul(F, Fpi, Fe[0]);
-        csm_quat_from_rotation(R, q[0]);
-        csm_polar3_warm_lanes(w->svd, 1, (const double(*)[9])Fe, q, (double(*)[9])Re);
-        if (!(csm_m3_det(Re) > 0)) memcpy(Re, R, sizeof Re);
-        R = Re;
-    }
-    /* the strain energy at the members, and Sigma = sum v P J^T */
-    double E = 0, Sig[27] = {0}, q0[4];
+    /* the rotation of the fitted field's mean gradient F^e = A~_p F^p^-1 (Falkenstein Eq 5, 15),
+       whatever the rotation plugin, warm-started from R (the fit's): each member's rotation starts
+       from it */
+    double F[9], Fe[9], q0[4];
+    for (int r = 0; r < 3; r++)
+        for (int a = 0; a < 3; a++) F[3 * r + a] = A[9 * r + a];
+    csm_m3_mul(F, Fpi, Fe);
     csm_quat_from_rotation(R, q0);
+    csm_polar3_warm(w->svd, Fe, q0, Re);
+    if (!(csm_m3_det(Re) > 0)) csm_quat_from_rotation(R, q0);
+    /* the strain energy at the members, and Sigma = sum v P J^T */
+    double E = 0, Sig[27] = {0};
     for (int32_t j = lo; j < hi && rho > 0; j++) {
         double t[9], J[27], G[9], Ge[9], Ri[9], S[9], P[9], Pe[9], q[4];
         basis(&C->p[3 * j], mean, t, J);

@@ -170,11 +170,14 @@ static void push_inside(const csm_shape *o, const double *cand, int32_t n, point
     free(in);
 }
 
+/* Points along one axis of the grid of spacing h over [-half, half], symmetric about 0. */
+static int32_t grid_count(double half, double h) { return (int32_t)floor(2.0 * half / h + 1e-9) + 1; }
+
 static void sample_grid(const csm_shape *o, const double half[3], double h, pointbuf *out)
 {
     /* A grid symmetric about the shape's centre, so symmetric shapes get symmetric samples. */
     int32_t cnt[3];
-    for (int d = 0; d < 3; d++) cnt[d] = (int32_t)floor(2.0 * half[d] / h + 1e-9) + 1;
+    for (int d = 0; d < 3; d++) cnt[d] = grid_count(half[d], h);
     for (int32_t i = 0; i < cnt[0]; i++)
         for (int32_t j = 0; j < cnt[1]; j++)
             for (int32_t k = 0; k < cnt[2]; k++) {
@@ -573,8 +576,8 @@ int32_t csm_grid_query(const csm_grid *g, const double *points, const double q[3
    that on a grid no probe lies halfway between two lattice points. */
 enum { VOLUME_PROBES = 4 };
 
-/* The nearest of the points `pts` to q among those the grid lists within `radius` (ties: the
-   lower index); -1 when there is none. */
+/* The nearest of the points `pts` to q among those the grid lists within its cell size (ties:
+   the lower index); -1 when there is none. */
 typedef struct nearest_query {
     const double *pts, *q;
     double best;
@@ -592,11 +595,10 @@ static void nearest_visit(int32_t j, void *user)
     }
 }
 
-static int32_t nearest_point(const csm_grid *g, const double *pts, const double q[3], double radius)
+static int32_t nearest_point(const csm_grid *g, const double *pts, const double q[3])
 {
     nearest_query s = {pts, q, INFINITY, -1};
-    csm_grid_query(g, pts, q, radius, nearest_visit, &s);
-    if (s.j < 0) csm_grid_query(g, pts, q, g->cell, nearest_visit, &s);
+    csm_grid_query(g, pts, q, g->cell, nearest_visit, &s);
     return s.j;
 }
 
@@ -616,7 +618,7 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
     int32_t cnt[3], probes[3];
     double step[3];
     for (int d = 0; d < 3; d++) {
-        cnt[d] = (int32_t)floor(2.0 * sh->half[d] / h + 1e-9) + 1;
+        cnt[d] = grid_count(sh->half[d], h);
         probes[d] = (int32_t)ceil(2.0 * sh->half[d] / h * VOLUME_PROBES - 1e-9);
         if (probes[d] < 1) probes[d] = 1;
         step[d] = 2.0 * sh->half[d] / probes[d];
@@ -656,8 +658,10 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
                     }
                 }
     }
+    /* the nearest particle of a probe inside the shape: within sqrt(3)/2 h on a grid's cube, a little
+       farther by a concave surface; within 2 h of a Poisson sample (Bridson 2007's coverage) */
     csm_grid g;
-    if (csm_grid_build(&g, pts, n, grid ? h : 2.0 * h)) goto oom;
+    if (csm_grid_build(&g, pts, n, grid ? 1.5 * h : 2.0 * h)) goto oom;
     /* one slab of probes (fixed first coordinate) at a time: its inside tests batched */
     size_t slab = (size_t)probes[1] * (size_t)probes[2];
     double *q = malloc(sizeof *q * 3 * slab);
@@ -690,7 +694,7 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
             for (int32_t k = 0; k < m; k++) in[k] = (unsigned char)csm_shape_inside(sh, &q[3 * k]);
         for (int32_t k = 0; k < m; k++) {
             if (!in[k]) continue;
-            int32_t j = nearest_point(&g, pts, &q[3 * k], g.cell);
+            int32_t j = nearest_point(&g, pts, &q[3 * k]);
             if (j >= 0) vol[j] += dv;
         }
     }

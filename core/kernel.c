@@ -310,12 +310,6 @@ static void similarity(const csm_clusters *C, int32_t c, const double Axr[9], co
         for (int a = 0; a < 9; a++) T[a] *= s;
 }
 
-static int is_identity(const double *A)
-{
-    return A[0] == 1.0 && A[4] == 1.0 && A[8] == 1.0 && A[1] == 0.0 && A[2] == 0.0 && A[3] == 0.0 && A[5] == 0.0 &&
-           A[6] == 0.0 && A[7] == 0.0;
-}
-
 /* A cluster's fit up to its rotation: the centre, the moments, and the two matrices a rotation
    plugin may decompose. */
 typedef struct fit_part {
@@ -329,7 +323,7 @@ static void fit_begin(csm_clusters *C, int32_t c, fit_part *f)
     double *F = &C->F[9 * c];
     const double *Fp = &C->Fp[9 * c];
     csm_m3_mul(f->Axr, &C->A_rr_inv[9 * c], F); /* Falkenstein Eq 3 */
-    f->elastic = is_identity(Fp);
+    f->elastic = csm_m3_is_identity(Fp);
     if (f->elastic) {
         memcpy(f->Fe, F, sizeof f->Fe);
         memcpy(f->Apq, f->Axr, sizeof f->Apq);
@@ -978,12 +972,6 @@ void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass
    long axis and softer across it; refining clusters inside a body makes them isotropic, so the
    error stays with the clusters the surface cuts. An object with its own material
    (objects[].modulus) gives its clusters its mu in place of the integrator's. */
-static double cluster_density(const csm_world *w, int32_t c)
-{
-    int32_t o = csm_cluster_object(w, c);
-    return o >= 0 ? w->object_density[o] : 0.0;
-}
-
 static double modulus_stiffness(const csm_world *w, double mu, int32_t c, const double Fp[9])
 {
     const csm_clusters *C = &w->C;
@@ -1240,7 +1228,7 @@ static void viscosity_row(const csm_world *w, const double *x, const double *v, 
 {
     const csm_clusters *C = &w->C;
     double com[3] = {0, 0, 0}, vcm[3] = {0, 0, 0}, Add[9] = {0}, Avd[9] = {0}, M = C->mass[c];
-    double rho = cluster_density(w, c);
+    double rho = csm_cluster_density(w, c);
     memset(row, 0, 12 * sizeof *row);
     if (!(M > 0) || !(rho > 0)) return;
     for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++)
@@ -1327,7 +1315,7 @@ void csm_viscous_velocities(csm_world *w, const double *x, double *v, double eta
 static double volume_compliance(const csm_world *w, int32_t c, double h)
 {
     const csm_clusters *C = &w->C;
-    if (w->bulk_modulus > 0) return cluster_density(w, c) / (w->bulk_modulus * C->mass[c] * h * h);
+    if (w->bulk_modulus > 0) return csm_cluster_density(w, c) / (w->bulk_modulus * C->mass[c] * h * h);
     static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     double A[9], k = csm_spring_stiffness(w, c, identity, h);
     cluster_arr(C, c, A);
@@ -1340,7 +1328,7 @@ static double volume_compliance(const csm_world *w, int32_t c, double h)
 static double volume_energy(const csm_world *w, int32_t c, double J, double h)
 {
     const csm_clusters *C = &w->C;
-    if (w->volume != CSM_VOLUME_SPLIT || C->rank[c] < 3 || !(C->mass[c] > 0) || !(cluster_density(w, c) > 0))
+    if (w->volume != CSM_VOLUME_SPLIT || C->rank[c] < 3 || !(C->mass[c] > 0) || !(csm_cluster_density(w, c) > 0))
         return 0.0;
     double compliance = volume_compliance(w, c, h);
     return compliance > 0 ? 0.5 * (J - 1) * (J - 1) / (compliance * h * h) : 0.0;
@@ -1412,7 +1400,7 @@ static void volume_step(const csm_world *w, const double *x, int32_t c, double h
 {
     const csm_clusters *C = &w->C;
     memset(D, 0, 9 * sizeof *D);
-    double rho = cluster_density(w, c), M = C->mass[c];
+    double rho = csm_cluster_density(w, c), M = C->mass[c];
     if (C->rank[c] < 3 || !(M > 0) || !(rho > 0)) return;
     double com[3], Axr[9], F[9], cof[9], G[9], GG[9];
     const double *Ainv = &C->A_rr_inv[9 * c];

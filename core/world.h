@@ -280,6 +280,13 @@ static inline int32_t csm_cluster_object(const csm_world *w, int32_t c)
     return C->offset[c] < C->offset[c + 1] ? w->P.object[C->member[C->offset[c]]] : -1;
 }
 
+/* The density (kg/m^3) of cluster c's object: 0 for a points shape or a cluster without members. */
+static inline double csm_cluster_density(const csm_world *w, int32_t c)
+{
+    int32_t o = csm_cluster_object(w, c);
+    return o >= 0 && w->object_density ? w->object_density[o] : 0.0;
+}
+
 /* Whether the stage now running acts on cluster c (csm_world.scope). */
 static inline int csm_cluster_in_scope(const csm_world *w, int32_t c)
 {

@@ -124,12 +124,12 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         for (int32_t i = 0; i < n; i++) {
             double im = P->inv_mass[i];
             if (im == 0.0) continue;
-            double *xi = &x[3 * i], sum[3] = {0, 0, 0}, Ki = 0, th = share;
+            double *xi = &x[3 * i], sum[3] = {0, 0, 0}, Ki = 0;
             for (int32_t a = C->poff[i]; a < C->poff[i + 1]; a++) {
                 int32_t j = C->pmember[a];
                 double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
                 csm_membership_goal(C, j, g);
-                for (int d = 0; d < 3; d++) sum[d] += h2 * K * th * (xi[d] - g[d]) + s->lambda[3 * j + d];
+                for (int d = 0; d < 3; d++) sum[d] += h2 * K * share * (xi[d] - g[d]) + s->lambda[3 * j + d];
                 Ki += K;
             }
             if (Ki == 0.0) continue;
@@ -140,7 +140,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
                 int32_t j = C->pmember[a];
                 double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
                 csm_membership_goal(C, j, g);
-                for (int d = 0; d < 3; d++) s->lambda[3 * j + d] = -h2 * K * (th * (xi[d] - g[d]) + S[d] * im);
+                for (int d = 0; d < 3; d++) s->lambda[3 * j + d] = -h2 * K * (share * (xi[d] - g[d]) + S[d] * im);
             }
             for (int d = 0; d < 3; d++) xi[d] += S[d] * im;
         }
