@@ -19,16 +19,22 @@ void csm_elastic_lame(const csm_world *w, double mu, int32_t c, double *mu_c, do
    of the explicit integrators, projective dynamics' global matrix as a majoriser, xpbd's
    compliance). 0 for a cluster with no mass, no density or no quadratic rest data. */
 double csm_elastic_stiffness(const csm_world *w, double mu, int32_t c);
+/* Whether a modulus's clusters store the continuum energy (energy continuum, its rest data built),
+   whatever theta: theta = 1 is a continuum energy too. */
+static inline int csm_elastic_on(const csm_world *w)
+{
+    return w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0 && w->C.ebound;
+}
 /* The share of its pull a goal of the elastic fit carries: theta (solver.stabilization) under the
-   continuum energy of a modulus, whose goals g^ are those of the stiffness theta k_c (the springs
+   continuum energy, whose goals g^ are those of the stiffness theta k_c (the springs
    k_c w m (g - x) with g = (1 - theta) x + theta g^), else 1. */
 static inline double csm_elastic_share(const csm_world *w)
 {
-    return w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0 && w->C.ebound ? w->stabilization : 1.0;
+    return csm_elastic_on(w) ? w->stabilization : 1.0;
 }
 /* Cluster c's continuum energy (J) at positions x with centre com and plastic deformation Fp
-   (R, a rotation near the cluster's, warm-starts the members' polar decompositions), with k the stiffness bound k_c (csm_elastic_stiffness) and theta k the
-   residual's spring: with T and Q not NULL, the goal transform whose goals
+   (R, a rotation near the cluster's, warm-starts the members' polar decompositions), with k the
+   stiffness bound k_c (csm_elastic_stiffness) and theta k the residual's spring: with T and Q not NULL, the goal transform whose goals
    g^_ic = com + T p_ic + Q (q2(p_ic) - qmean) give the energy's gradient,
    theta k w_ic m_i (x_i - g^_ic) = dE / dx_i; with v not NULL, *dot = theta sum w m (g^ - x) . v,
    the springs' sum w m (g - x) . v. */

@@ -349,7 +349,7 @@ static void fit_end(const csm_world *w, csm_clusters *C, const double *x, int32_
     }
     if (w->volume == CSM_VOLUME_SPLIT && w->mode == CSM_MODE_RIGID) similarity(C, c, f->Axr, Fp, T);
     if (C->Q) {
-        if (w->fit_energy && w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0) {
+        if (w->fit_energy && csm_elastic_on(w)) {
             /* the goals whose springs give the continuum energy's gradient (elastic.c) */
             double k = csm_elastic_stiffness(w, w->spring_modulus, c);
             csm_elastic_cluster(w, c, x, NULL, f->com, R, Fp, w->spring_modulus, k, T, &C->Q[18 * c], NULL);
@@ -1084,7 +1084,7 @@ double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f,
     const csm_clusters *C = &w->C;
     double T[9], A[9];
     *lag = NAN;
-    if (csm_elastic_share(w) != 1.0) {
+    if (csm_elastic_on(w)) {
         /* the continuum energy (elastic.c); a step too coarse for the stiffness scales it as the
            explicit gain's clamp does */
         double R[9], dot = 0;
@@ -1357,7 +1357,7 @@ double csm_cluster_lag_change(const csm_world *w, int32_t c, const double *x, co
     if (!w->spring_capped) return 0.0;
     const csm_clusters *C = &w->C;
     const double *Fp = &C->Fp[9 * c];
-    if (csm_elastic_share(w) != 1.0) { /* the continuum energy: its lag at v less at v0 */
+    if (csm_elastic_on(w)) { /* the continuum energy: its lag at v less at v0 */
         csm_fixed_fit f;
         double lag, lag0;
         csm_cluster_fixed_fit(C, x, v, c, &f);

@@ -617,7 +617,7 @@ static void elastic_parts(csm_sim *sim, csm_diag *d)
             if (beta > d->max_strain) d->max_strain = beta;
         }
     }
-    if (dist && csm_elastic_share(w) != 1.0) {
+    if (dist && csm_elastic_on(w)) {
         /* the continuum energy (elastic.c), as the distances an integrator weighs by 1/2 k_c: each
            cluster's 2 E_c / k_c, and its springs' sum w m (g - x) . v */
 #pragma omp parallel for schedule(dynamic, 16)

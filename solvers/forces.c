@@ -3,6 +3,7 @@
 #include "plugin.h"
 #include "world.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,6 +209,132 @@ const csm_force csm_force_twist = {
     .create = twist_create,
     .apply = twist_apply,
     .destroy = free,
+};
+
+/* ---- a dead load on a slab of particles: a resultant force and torque ------------------------- */
+
+typedef struct load_params {
+    double force[3], torque[3], from, to;
+    int axis;
+    int32_t object;
+} load_params;
+
+static const csm_param_spec load_table[] = {
+    CSM_P_VEC3(load_params, force, 0, 0, 0, -1e15, 1e15, "resultant force on the selected particles (N)"),
+    CSM_P_VEC3(load_params, torque, 0, 0, 0, -1e15, 1e15,
+               "resultant torque about the selection's centre of mass at rest (N m)"),
+    CSM_P_ENUM(load_params, axis, 0, "x|y|z", "the rest coordinate that selects the particles"),
+    CSM_P_REAL(load_params, from, -1e9, -1e9, 1e9, "select the particles whose rest coordinate is at least this (m)"),
+    CSM_P_REAL(load_params, to, 1e9, -1e9, 1e9, "... and at most this (m)"),
+    OBJECT_PARAM(load_params),
+    CSM_PARAM_END,
+};
+
+typedef struct load {
+    int32_t n, *index;
+    double *f; /* 3n: the fixed force on each selected particle */
+} load;
+
+static void load_free(void *state)
+{
+    load *s = state;
+    if (!s) return;
+    free(s->index);
+    free(s->f);
+    free(s);
+}
+
+/* A traction on a face, as a finite-element code takes it: the resultant force F and torque T
+   spread over the particles whose rest coordinate lies in [from, to], in proportion to their mass
+   (on a face layer sampled with volume masses, to their share of its area), fixed in direction
+   (a dead load, so it has the potential -sum f . x):
+       f_i = m_i (F / M + tau x (X_i - C)),  I_C tau = T,
+   with X the rest positions, C their centre of mass and I_C their inertia tensor about it; the
+   tau part sums to no force and to the torque T about C. */
+static int load_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
+{
+    const load_params *p = csm_cfg_params(cfg);
+    if (object_range(cfg, w, p->object, err)) return -1;
+    if (!(p->from <= p->to)) return csm_cfg_fail(cfg, err, "from = %g is above to = %g", p->from, p->to);
+    const csm_particles *P = &w->P;
+    load *s = calloc(1, sizeof *s);
+    if (!s || !(s->index = malloc((size_t)(P->n ? P->n : 1) * sizeof *s->index))) {
+        load_free(s);
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    }
+    double M = 0, C[3] = {0, 0, 0};
+    for (int o = 0; o < w->nobjects; o++) {
+        if (p->object >= 0 && o != p->object) continue;
+        for (int32_t i = w->object_first[o]; i < w->object_first[o + 1]; i++) {
+            double X = P->rest[3 * i + p->axis];
+            if (X < p->from || X > p->to || !(P->mass[i] > 0)) continue;
+            s->index[s->n++] = i;
+            M += P->mass[i];
+            for (int d = 0; d < 3; d++) C[d] += P->mass[i] * P->rest[3 * i + d];
+        }
+    }
+    if (!s->n) {
+        load_free(s);
+        return csm_cfg_fail(cfg, err, "no particle has a rest %c in [%g, %g]", "xyz"[p->axis], p->from, p->to);
+    }
+    for (int d = 0; d < 3; d++) C[d] /= M;
+    double I[9] = {0}, Iinv[9], tau[3] = {0, 0, 0};
+    for (int32_t k = 0; k < s->n; k++) {
+        int32_t i = s->index[k];
+        double r[3] = {P->rest[3 * i] - C[0], P->rest[3 * i + 1] - C[1], P->rest[3 * i + 2] - C[2]};
+        double rr = csm_v3_dot(r, r);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) I[3 * a + b] += P->mass[i] * ((a == b) * rr - r[a] * r[b]);
+    }
+    if (csm_v3_norm(p->torque) > 0) {
+        /* a selection on a line cannot take a torque about that line */
+        if (!(fabs(csm_m3_det(I)) > 1e-12 * pow(I[0] + I[4] + I[8], 3)) || csm_m3_inverse(I, Iinv) == 0.0) {
+            load_free(s);
+            return csm_cfg_fail(cfg, err, "the selected particles lie on a line and cannot carry a torque");
+        }
+        csm_m3_mul_v3(Iinv, p->torque, tau);
+    }
+    if (!(s->f = malloc(3 * (size_t)s->n * sizeof *s->f))) {
+        load_free(s);
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    }
+    for (int32_t k = 0; k < s->n; k++) {
+        int32_t i = s->index[k];
+        double r[3] = {P->rest[3 * i] - C[0], P->rest[3 * i + 1] - C[1], P->rest[3 * i + 2] - C[2]}, t[3];
+        csm_v3_cross(tau, r, t);
+        for (int d = 0; d < 3; d++) s->f[3 * k + d] = P->mass[i] * (p->force[d] / M + t[d]);
+    }
+    *state = s;
+    return 0;
+}
+
+static int load_apply(csm_world *w, void *state, double h, csm_error *err)
+{
+    (void)h;
+    (void)err;
+    const load *s = state;
+    for (int32_t k = 0; k < s->n; k++)
+        for (int d = 0; d < 3; d++) w->P.force[3 * s->index[k] + d] += s->f[3 * k + d];
+    return 0;
+}
+
+static double load_potential(const csm_world *w, const void *state)
+{
+    const load *s = state;
+    double e = 0;
+    for (int32_t k = 0; k < s->n; k++) e -= csm_v3_dot(&s->f[3 * k], &w->P.x[3 * s->index[k]]);
+    return e;
+}
+
+const csm_force csm_force_load = {
+    .version = 1,
+    .name = "load",
+    .summary = "a dead load: a resultant force and torque spread over a slab of particles by mass (a face's traction)",
+    .params = load_table,
+    .create = load_create,
+    .apply = load_apply,
+    .destroy = load_free,
+    .potential = load_potential,
 };
 
 typedef struct drag {

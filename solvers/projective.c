@@ -211,7 +211,7 @@ static void projected_offset(const csm_world *w, const double *x, int32_t j, dou
     const csm_clusters *C = &w->C;
     int32_t c = C->mcluster[j];
     double share = csm_elastic_share(w);
-    if (share == 1.0) {
+    if (!csm_elastic_on(w)) {
         double RF[9];
         csm_m3_mul(&C->R[9 * c], &C->Fp[9 * c], RF);
         csm_m3_mul_v3(RF, &C->p[3 * j], d);
@@ -235,7 +235,7 @@ static double objective(pd *s, csm_world *w, const double *x, double h)
         if (P->inv_mass[i] == 0.0) continue;
         for (int a = 0; a < 3; a++) inertia += P->mass[i] * (x[3 * i + a] - s->y[3 * i + a]) * (x[3 * i + a] - s->y[3 * i + a]);
     }
-    if (csm_elastic_share(w) != 1.0) { /* the continuum energy itself */
+    if (csm_elastic_on(w)) { /* the continuum energy itself */
         for (int32_t c = 0; c < C->k; c++)
             elastic += 2.0 * csm_elastic_cluster(w, c, x, NULL, &C->com[3 * c], &C->R[9 * c], &C->Fp[9 * c], s->modulus,
                                                  s->kc[c], NULL, NULL, NULL);

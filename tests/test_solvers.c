@@ -384,6 +384,50 @@ static void test_forces(void **state)
     run_stop(&r);
 }
 
+/* A load spreads its resultant over the particles of its slab by mass: the forces sum to the
+   force and their moment about the slab's centre of mass at rest to the torque; nothing else is
+   touched, and its potential is minus the forces' work from the origin. */
+static void test_load(void **state)
+{
+    (void)state;
+    const char *sets[] = {"forces=[{type: load, axis: y, from: 0.95, to: 2, force: [1, -2, 3], torque: [0.5, -0.2, 0.3]}]"};
+    run r;
+    run_start(&r, CUBE, sets, 1);
+    csm_world *w = &r.sim.w;
+    csm_particles *P = &w->P;
+    memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
+    csm_error err;
+    if (r.sim.forces[0].apply(w, r.sim.forces[0].state, 0.01, &err)) fail_msg("%s", err.msg);
+    double F[3] = {0, 0, 0}, M = 0, C[3] = {0, 0, 0}, T[3] = {0, 0, 0}, U = 0;
+    int32_t n = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        const double *f = &P->force[3 * i];
+        if (P->rest[3 * i + 1] < 0.95) {
+            assert_true(f[0] == 0.0 && f[1] == 0.0 && f[2] == 0.0);
+            continue;
+        }
+        n++;
+        M += P->mass[i];
+        for (int d = 0; d < 3; d++) F[d] += f[d], C[d] += P->mass[i] * P->rest[3 * i + d];
+        U -= csm_v3_dot(f, &P->x[3 * i]);
+    }
+    assert_true(n > 3);
+    for (int d = 0; d < 3; d++) C[d] /= M;
+    for (int32_t i = 0; i < P->n; i++) {
+        if (P->rest[3 * i + 1] < 0.95) continue;
+        double rr[3] = {P->rest[3 * i] - C[0], P->rest[3 * i + 1] - C[1], P->rest[3 * i + 2] - C[2]}, t[3];
+        csm_v3_cross(rr, &P->force[3 * i], t);
+        for (int d = 0; d < 3; d++) T[d] += t[d];
+    }
+    const double Fe[3] = {1, -2, 3}, Te[3] = {0.5, -0.2, 0.3};
+    for (int d = 0; d < 3; d++) {
+        assert_close(F[d], Fe[d], 1e-12);
+        assert_close(T[d], Te[d], 1e-12);
+    }
+    assert_close(r.sim.forces[0].potential(w, r.sim.forces[0].state), U, 1e-12);
+    run_stop(&r);
+}
+
 /* The sphere collider pushes particles onto its surface and reflects the normal velocity with
    restitution; the shell variant keeps them inside. Pinned particles stay put. */
 static void test_sphere_collider(void **state)
@@ -612,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_zero_length_spring),
         cmocka_unit_test(test_rotation_rectangle_experiment),
         cmocka_unit_test(test_forces),
+        cmocka_unit_test(test_load),
         cmocka_unit_test(test_sphere_collider),
         cmocka_unit_test(test_moving_colliders),
         cmocka_unit_test(test_collider_path_is_checked),

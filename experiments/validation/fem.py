@@ -1,6 +1,6 @@
 """CalculiX (ccx) models of the validation cases: a structured C3D20R mesh of a box, its input
-deck, the solver run and the displacements read back. Each case of cases.py builds its deck here
-from the same geometry, material and load as its csm config."""
+deck, the solver run and the displacements read back. Each case of run.py builds its deck here
+from the same geometry, material and load as its csm config (run.py)."""
 import os
 import re
 import shutil
@@ -104,3 +104,22 @@ def displacements(text):
     if not blocks:
         raise SystemExit("fem.py: no displacements in the .dat file")
     return {int(r[0]): np.array(r[1:4]) for r in blocks[-1][1]}
+
+
+def eigenfrequencies(text):
+    """The frequencies (Hz) of a *FREQUENCY step, in the order of the .dat's eigenvalue output."""
+    out, on = [], False
+    for line in text.splitlines():
+        if "E I G E N V A L U E   O U T P U T" in line:
+            on = True
+            continue
+        if not on:
+            continue
+        t = line.split()
+        if len(t) == 5 and t[0].isdigit():
+            out.append(float(t[3].replace("D", "E")))
+        elif out and t and not t[0].isdigit():
+            break
+    if not out:
+        raise SystemExit("fem.py: no eigenvalue output in the .dat file")
+    return out

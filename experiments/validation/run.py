@@ -1,9 +1,17 @@
 """The validation suite: each case is a csm config and a CalculiX (ccx) model of the same
-geometry, material and load; this runs both and writes a table of csm against the finite-element
-answer. Run: make validation (or python3 experiments/validation/run.py --csm build/csm -o DIR).
+geometry, material and load, or a textbook formula; this runs both and writes a table of csm
+against the reference. Run: make validation (or python3 experiments/validation/run.py --csm
+build/csm -o DIR).
 
-Cases so far: the cantilever of cantilever.yaml (tip deflection under gravity) across cluster
-counts, with the energy of each run named: continuum (the default) and goals (the papers')."""
+The cases, each a 4 x 0.4 x 0.4 m bar clamped at x = 0 (a pinned 0.2 m block behind the face):
+- cantilever.yaml: tip deflection under gravity, nu = 0 and 0.3, across cluster counts, with
+  the energy of each run named: continuum (the default) and goals (the papers');
+- stretch.yaml: 1 % axial strain under an end load, read in the middle half: sigma / eps against E
+  and the lateral contraction against nu;
+- torsion.yaml: the twist per metre in the middle half under an end torque, against CalculiX and
+  Saint-Venant's T / (G 0.1406 a^4);
+- vibration.yaml: the first bending frequency (gravity switched on, no damping) against
+  CalculiX's *FREQUENCY."""
 import argparse
 import os
 import subprocess
@@ -17,39 +25,127 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fem  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SV_SQUARE = 0.1406  # Saint-Venant's torsion constant of a square section, J = 0.1406 a^4 (Timoshenko)
 
 
-def cantilever_fem(cfg, work, cells=4):
-    """CalculiX's tip deflection (mean u_y of the free face) of the beam cantilever.yaml holds:
-    x in [0, L] clamped at x = 0, the cross-section of the box, gravity, C3D20R."""
-    box = cfg["objects"][0]["shape"]["size"]
-    centre = cfg["objects"][0]["position"]
-    L = centre[0] + box[0] / 2
-    hy, hz = box[1] / 2, box[2] / 2
+def load(name):
+    with open(os.path.join(HERE, name)) as f:
+        return yaml.safe_load(f)
+
+
+def material(cfg):
     s = cfg["solver"]
-    E, nu, rho = float(s["young"]), float(s.get("poisson", 0)), float(cfg["objects"][0]["density"])
-    n = cells
-    nodes, el = fem.box_mesh([0, -hy, -hz], [L, hy, hz], [int(round(L / (2 * hy) * n)), n, n])
+    return float(s["young"]), float(s.get("poisson", 0)), float(cfg["objects"][0]["density"])
+
+
+def bar(cfg, cells, nu=None):
+    """The free part of the bar a config holds, x in [0, L], as a C3D20R mesh with `cells`
+    elements across: nodes, elements, L, the node sets of the clamp (x = 0) and the far face."""
+    box = cfg["objects"][0]["shape"]["size"]
+    L = cfg["objects"][0]["position"][0] + box[0] / 2
+    hy, hz = box[1] / 2, box[2] / 2
+    nodes, el = fem.box_mesh([0, -hy, -hz], [L, hy, hz], [int(round(L / (2 * hy) * cells)), cells, cells])
     clamp = np.nonzero(np.abs(nodes[:, 0]) < 1e-9)[0] + 1
     tip = np.nonzero(np.abs(nodes[:, 0] - L) < 1e-9)[0] + 1
-    step = ("*STEP\n*STATIC\n*BOUNDARY\nCLAMP, 1, 3, 0.\n*DLOAD\nEALL, GRAV, 9.81, 0., -1., 0.\n"
-            "*NODE PRINT, NSET=TIP\nU\n*END STEP\n")
+    return nodes, el, L, clamp, tip
+
+
+def section_angle(rest, u, sel):
+    """The least-squares rotation (rad) about x of the section `sel` of points at rest `rest`."""
+    r = rest[sel][:, 1:] - rest[sel][:, 1:].mean(axis=0)
+    d = u[sel][:, 1:] - u[sel][:, 1:].mean(axis=0)
+    return float(np.sum(r[:, 0] * d[:, 1] - r[:, 1] * d[:, 0]) / np.sum(r**2))
+
+
+def twist_rate(rest, u, a=1.0, b=3.0):
+    at = lambda X: np.abs(rest[:, 0] - X) < 1e-6  # noqa: E731
+    return (section_angle(rest, u, at(b)) - section_angle(rest, u, at(a))) / (b - a)
+
+
+def fem_static(cfg, work, job, cells, loads, nu=None):
+    """A *STATIC step on the bar, clamped at x = 0, with the load cards `loads` (a function of the
+    mesh); all displacements, as (rest positions, displacements) arrays over the nodes."""
+    E, nu0, rho = material(cfg)
+    nodes, el, L, clamp, tip = bar(cfg, cells)
+    cards = loads(nodes, L, tip)
+    step = f"*STEP\n*STATIC\n*BOUNDARY\nCLAMP, 1, 3, 0.\n{cards}*NODE PRINT, NSET=NALL\nU\n*END STEP\n"
     os.makedirs(work, exist_ok=True)
-    fem.deck(os.path.join(work, "cantilever.inp"), nodes, el, E, nu, rho, {"CLAMP": clamp, "TIP": tip}, [step])
-    d = fem.displacements(fem.run(work, "cantilever"))
-    return float(np.mean([d[i][1] for i in tip]))
+    fem.deck(os.path.join(work, job + ".inp"), nodes, el, E, nu0 if nu is None else nu, rho,
+             {"CLAMP": clamp, "TIP": tip}, [step])
+    d = fem.displacements(fem.run(work, job))
+    u = np.array([d[i + 1] for i in range(len(nodes))])
+    return nodes, u, tip
 
 
-def csm_tip(csm, config, out, sets):
-    cmd = [csm, "run", config, "-o", out, "--force"]
+def fem_cantilever(cfg, work, cells=4, nu=None):
+    """CalculiX's tip deflection (mean u_y of the free face) under gravity."""
+    nodes, u, tip = fem_static(cfg, work, "cantilever", cells,
+                               lambda n, L, t: "*DLOAD\nEALL, GRAV, 9.81, 0., -1., 0.\n", nu)
+    return float(np.mean(u[tip - 1, 1]))
+
+
+def fem_torsion(cfg, work, cells=4):
+    """CalculiX's twist per metre between x = 1 and 3 under the end torque of the config's load,
+    put on the far face's nodes as forces T (a x r) / sum |r|^2."""
+    T = float(cfg["forces"][0]["torque"][0])
+
+    def cards(nodes, L, tip):
+        r = nodes[tip - 1][:, 1:]
+        c = T / np.sum(r**2)
+        lines = ["*CLOAD"]
+        for i, (y, z) in zip(tip, r):
+            lines += [f"{i}, 2, {-c * z:.12g}", f"{i}, 3, {c * y:.12g}"]
+        return "\n".join(lines) + "\n"
+    nodes, u, tip = fem_static(cfg, work, "torsion", cells, cards)
+    return twist_rate(nodes, u)
+
+
+def fem_frequency(cfg, work, cells=4):
+    """CalculiX's first natural frequency (Hz) of the clamped bar (*FREQUENCY)."""
+    E, nu, rho = material(cfg)
+    nodes, el, L, clamp, tip = bar(cfg, cells)
+    step = "*STEP\n*FREQUENCY\n4\n*BOUNDARY\nCLAMP, 1, 3, 0.\n*END STEP\n"
+    os.makedirs(work, exist_ok=True)
+    fem.deck(os.path.join(work, "frequency.inp"), nodes, el, E, nu, rho, {"CLAMP": clamp}, [step])
+    return fem.eigenfrequencies(fem.run(work, "frequency"))[0]
+
+
+def csm_run(csm, config, out, sets):
+    cmd = [csm, "run", os.path.join(HERE, config), "-o", out, "--force"]
     for s in sets:
         cmd += ["--set", s]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    with h5py.File(out, "r") as f:
-        r = f["rest/positions"][:]
-        x = f["frames/positions"][-1]
-        tip = np.abs(r[:, 0] - r[:, 0].max()) < 1e-9
-        return float(np.mean(x[tip, 1] - r[tip, 1])), float(np.mean(x[tip, 2] - r[tip, 2]))
+    return h5py.File(out, "r")
+
+
+def csm_static(f):
+    r = f["rest/positions"][:]
+    return r, f["frames/positions"][-1] - r
+
+
+def csm_tip(f):
+    r, u = csm_static(f)
+    tip = np.abs(r[:, 0] - r[:, 0].max()) < 1e-9
+    return float(np.mean(u[tip, 1])), float(np.mean(u[tip, 2]))
+
+
+def csm_stretch(f, a=1.0, b=3.0):
+    """Axial strain and the lateral strains in the middle, from linear fits of u over the rest
+    positions with a <= x <= b."""
+    r, u = csm_static(f)
+    m = (r[:, 0] > a - 1e-6) & (r[:, 0] < b + 1e-6)
+    return [float(np.polyfit(r[m, k], u[m, k], 1)[0]) for k in range(3)]
+
+
+def csm_frequency(f):
+    """The tip's mean period of vertical swing, from its upward crossings of its mean, as Hz."""
+    r = f["rest/positions"][:]
+    tip = np.abs(r[:, 0] - r[:, 0].max()) < 1e-9
+    y = f["frames/positions"][:, tip, 1].mean(axis=1)
+    t = f["frames/time"][:] if "frames/time" in f else np.arange(len(y))
+    y = y - 0.5 * (y.max() + y.min())
+    up = [t[k] - y[k] * (t[k + 1] - t[k]) / (y[k + 1] - y[k]) for k in range(len(y) - 1) if y[k] < 0 <= y[k + 1]]
+    return (len(up) - 1) / (up[-1] - up[0]) if len(up) > 1 else float("nan")
 
 
 def main():
@@ -59,23 +155,60 @@ def main():
     ap.add_argument("--clusters", default="32,64,128")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    config = os.path.join(HERE, "cantilever.yaml")
-    with open(config) as f:
-        cfg = yaml.safe_load(f)
-    ref = cantilever_fem(cfg, os.path.join(args.out, "ccx"))
-    finer = cantilever_fem(cfg, os.path.join(args.out, "ccx_fine"), cells=6)
-    rows = [f"| case | energy | clusters | csm tip (m) | sideways (m) | CalculiX (m) | csm / FEM |",
-            "|---|---|---|---|---|---|---|"]
+    out = lambda name: os.path.join(args.out, name)  # noqa: E731
+    rows = ["| case | energy | clusters | quantity | csm | reference | csm / reference | target |",
+            "|---|---|---|---|---|---|---|---|"]
+
+    def row(*cells):
+        rows.append("| " + " | ".join(str(c) for c in cells) + " |")
+        print(rows[-1], flush=True)
+
+    cant = load("cantilever.yaml")
+    ref = {nu: fem_cantilever(cant, out(f"ccx_cantilever_{nu}"), nu=nu) for nu in (0.0, 0.3)}
+    finer = fem_cantilever(cant, out("ccx_cantilever_fine"), cells=6)
     for energy in ("continuum", "goals"):
         for c in args.clusters.split(","):
-            log = os.path.join(args.out, f"cantilever_{energy}_{c}.h5")
-            tip, side = csm_tip(args.csm, config, log, [f"clustering.count={c}", f"solver.energy={energy}"])
-            rows.append(f"| cantilever | {energy} | {c} | {tip:.5f} | {side:.2e} | {ref:.5f} | {tip / ref:.3f} |")
-            print(rows[-1], flush=True)
-    text = ("# Validation against CalculiX\n\n"
-            f"CalculiX C3D20R: {ref:.6f} m (4 elements across), {finer:.6f} m (6 across).\n\n" + "\n".join(rows) + "\n")
-    with open(os.path.join(args.out, "table.md"), "w") as f:
-        f.write(text)
+            f = csm_run(args.csm, "cantilever.yaml", out(f"cantilever_{energy}_{c}.h5"),
+                        [f"clustering.count={c}", f"solver.energy={energy}"])
+            tip, side = csm_tip(f)
+            row("cantilever ν = 0", energy, c, "tip deflection (m)", f"{tip:.5f}", f"{ref[0.0]:.5f}",
+                f"{tip / ref[0.0]:.3f}", "3 %")
+            row("cantilever ν = 0", energy, c, "sideways / vertical", f"{side / tip:.2e}", "0", "", "")
+    f = csm_run(args.csm, "cantilever.yaml", out("cantilever_nu03.h5"), ["solver.poisson=0.3"])
+    tip, side = csm_tip(f)
+    row("cantilever ν = 0.3", "continuum", 64, "tip deflection (m)", f"{tip:.5f}", f"{ref[0.3]:.5f}",
+        f"{tip / ref[0.3]:.3f}", "3 %")
+
+    st = load("stretch.yaml")
+    E, nu, rho = material(st)
+    F = float(st["forces"][0]["force"][0])
+    A = st["objects"][0]["shape"]["size"][1] * st["objects"][0]["shape"]["size"][2]
+    ex, ey, ez = csm_stretch(csm_run(args.csm, "stretch.yaml", out("stretch.h5"), []))
+    row("stretch", "continuum", 64, "σ / ε (Pa)", f"{F / A / ex:.4g}", f"{E:.4g}", f"{F / A / ex / E:.3f}", "2 %")
+    row("stretch", "continuum", 64, "ν = −ε_lateral / ε", f"{-0.5 * (ey + ez) / ex:.3f}", f"{nu}",
+        f"{-0.5 * (ey + ez) / ex - nu:+.3f}", "0.02")
+
+    tor = load("torsion.yaml")
+    E, nu, rho = material(tor)
+    T = float(tor["forces"][0]["torque"][0])
+    a = tor["objects"][0]["shape"]["size"][1]
+    sv = T / (E / (2 * (1 + nu)) * SV_SQUARE * a**4)
+    fem_rate = fem_torsion(tor, out("ccx_torsion"))
+    r, u = csm_static(csm_run(args.csm, "torsion.yaml", out("torsion.h5"), []))
+    rate = twist_rate(r, u)
+    row("torsion", "continuum", 64, "twist (rad/m)", f"{rate:.5f}", f"{fem_rate:.5f}", f"{rate / fem_rate:.3f}", "5 %")
+    row("torsion", "", "", "CalculiX against Saint-Venant", f"{fem_rate:.5f}", f"{sv:.5f}", f"{fem_rate / sv:.3f}", "")
+
+    vib = load("vibration.yaml")
+    f0 = fem_frequency(vib, out("ccx_frequency"))
+    hz = csm_frequency(csm_run(args.csm, "vibration.yaml", out("vibration.h5"), []))
+    row("vibration", "continuum", 64, "first bending frequency (Hz)", f"{hz:.4f}", f"{f0:.4f}", f"{hz / f0:.3f}", "3 %")
+
+    text = ("# Validation against CalculiX and the textbook\n\n"
+            f"CalculiX C3D20R cantilever, ν = 0: {ref[0.0]:.6f} m (4 elements across), {finer:.6f} m (6 across).\n\n"
+            + "\n".join(rows) + "\n")
+    with open(out("table.md"), "w") as fo:
+        fo.write(text)
     print(text)
 
 
