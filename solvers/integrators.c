@@ -264,7 +264,8 @@ static double step_energy(const csm_world *w, void *state, double h, const doubl
 const csm_integrator csm_integrator_shape_matching = {
     .version = 3,
     .name = "shape_matching",
-    .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)",
+    .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)"
+               "; with a modulus, the energy of solver.energy (continuum: corotated linear elasticity of E and nu)",
     .params = shape_matching_params,
     .create = step_create,
     .step = step,
@@ -288,7 +289,8 @@ const csm_integrator csm_integrator_pbd = {
 const csm_integrator csm_integrator_strain_limited = {
     .version = 3,
     .name = "strain_limited",
-    .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma",
+    .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma"
+               "; with a modulus, the energy of solver.energy (continuum: corotated linear elasticity of E and nu)",
     .params = strain_limited_params,
     .create = step_create,
     .step = step,

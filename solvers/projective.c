@@ -349,7 +349,8 @@ const csm_integrator csm_integrator_projective_dynamics = {
     .version = 3,
     .name = "projective_dynamics",
     .summary = "Bouaziz et al. 2014: implicit Euler by local (rotations) / global (one prefactored sparse "
-               "Cholesky, cluster centres as unknowns) iterations",
+               "Cholesky, cluster centres as unknowns) iterations to a tolerance, of the energy of solver.energy "
+               "(continuum: corotated linear elasticity of E and nu)",
     .params = pd_table,
     .create = pd_create,
     .step = pd_step,

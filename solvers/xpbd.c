@@ -167,7 +167,8 @@ const csm_integrator csm_integrator_xpbd = {
     .version = 3,
     .name = "xpbd",
     .summary = "Macklin et al. 2016: compliant membership constraints from the modulus, a multiplier each, Jacobi over "
-               "particles; converges to implicit Euler whatever the iteration count",
+               "particles, towards implicit Euler of the energy of solver.energy (continuum: corotated linear "
+               "elasticity of E and nu) as the iterations grow",
     .params = xpbd_table,
     .create = xpbd_create,
     .step = xpbd_step,
