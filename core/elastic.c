@@ -44,6 +44,7 @@
 #include "elastic.h"
 
 #include "csm_math.h"
+#include "simd.h"
 #include "svd3.h"
 
 #include <lapacke.h>
@@ -159,41 +160,49 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
     csm_quat_from_rotation(R, q0);
     csm_polar3_warm(w->svd, Fe, q0, Re);
     if (!(csm_m3_det(Re) > 0)) csm_quat_from_rotation(R, q0);
-    /* the strain energy at the members, and Sigma = sum v P J^T */
+    /* the strain energy at the members, and Sigma = sum v P J^T; the members' polar
+       decompositions run CSM_LANES at a time, each lane as it would alone */
     double E = 0, Sig[27] = {0};
-    for (int32_t j = lo; j < hi && rho > 0; j++) {
-        double t[9], J[27], G[9], Ge[9], Ri[9], S[9], P[9], Pe[9], q[4];
-        basis(&C->p[3 * j], mean, t, J);
-        double vol = C->wmass[j] / rho;
-        for (int r = 0; r < 3; r++)
-            for (int b = 0; b < 3; b++) {
-                double sum = 0;
-                for (int a = 0; a < 9; a++) sum += A[9 * r + a] * J[3 * a + b];
-                G[3 * r + b] = sum;
-            }
-        if (plastic) csm_m3_mul(G, Fpi, Ge);
-        else memcpy(Ge, G, sizeof Ge);
-        /* the member's own rotation, warm-started from the cluster's: psi is a function of G alone */
-        memcpy(q, q0, sizeof q);
-        csm_polar3_warm(w->svd, Ge, q, Ri);
-        csm_m3_mul_at(Ri, Ge, S);
-        double tr = S[0] + S[4] + S[8] - 3.0, dev = 0;
-        for (int r = 0; r < 3; r++)
-            for (int b = 0; b < 3; b++) {
-                double e = S[3 * r + b] - (r == b);
-                dev += e * e;
-            }
-        /* corotated linear elasticity: mu |S - 1|^2 + lambda / 2 (tr S - 3)^2, or its deviatoric part
-           mu (|S - 1|^2 - (tr S - 3)^2 / 3); P = dpsi / dG^e */
-        double psi = deviatoric ? m_c * (dev - tr * tr / 3.0) : m_c * dev + 0.5 * l_c * tr * tr;
-        double cR = deviatoric ? -2.0 * m_c * tr / 3.0 : l_c * tr;
-        for (int a = 0; a < 9; a++) Pe[a] = 2.0 * m_c * (Ge[a] - Ri[a]) + cR * Ri[a];
-        E += vol * psi;
-        if (plastic) csm_m3_mul_bt(Pe, Fpi, P); /* dpsi / dG = P^e F^p^-T */
-        else memcpy(P, Pe, sizeof P);
-        for (int r = 0; r < 3; r++)
-            for (int a = 0; a < 9; a++)
-                Sig[9 * r + a] += vol * (P[3 * r] * J[3 * a] + P[3 * r + 1] * J[3 * a + 1] + P[3 * r + 2] * J[3 * a + 2]);
+    for (int32_t base = lo; base < hi && rho > 0; base += CSM_LANES) {
+        int n = hi - base < CSM_LANES ? (int)(hi - base) : CSM_LANES;
+        double J[CSM_LANES][27], Ge[CSM_LANES][9], Ri[CSM_LANES][9], q[CSM_LANES][4];
+        for (int l = 0; l < n; l++) {
+            double t[9], G[9];
+            basis(&C->p[3 * (base + l)], mean, t, J[l]);
+            for (int r = 0; r < 3; r++)
+                for (int b = 0; b < 3; b++) {
+                    double sum = 0;
+                    for (int a = 0; a < 9; a++) sum += A[9 * r + a] * J[l][3 * a + b];
+                    G[3 * r + b] = sum;
+                }
+            if (plastic) csm_m3_mul(G, Fpi, Ge[l]);
+            else memcpy(Ge[l], G, sizeof G);
+            /* the member's own rotation, warm-started from the cluster's: psi is a function of G alone */
+            memcpy(q[l], q0, sizeof q[l]);
+        }
+        csm_polar3_warm_lanes(w->svd, n, (const double(*)[9])Ge, q, Ri);
+        for (int l = 0; l < n; l++) {
+            double S[9], P[9], Pe[9], vol = C->wmass[base + l] / rho;
+            const double *Jl = J[l];
+            csm_m3_mul_at(Ri[l], Ge[l], S);
+            double tr = S[0] + S[4] + S[8] - 3.0, dev = 0;
+            for (int r = 0; r < 3; r++)
+                for (int b = 0; b < 3; b++) {
+                    double e = S[3 * r + b] - (r == b);
+                    dev += e * e;
+                }
+            /* corotated linear elasticity: mu |S - 1|^2 + lambda / 2 (tr S - 3)^2, or its deviatoric
+               part mu (|S - 1|^2 - (tr S - 3)^2 / 3); P = dpsi / dG^e */
+            double psi = deviatoric ? m_c * (dev - tr * tr / 3.0) : m_c * dev + 0.5 * l_c * tr * tr;
+            double cR = deviatoric ? -2.0 * m_c * tr / 3.0 : l_c * tr;
+            for (int a = 0; a < 9; a++) Pe[a] = 2.0 * m_c * (Ge[l][a] - Ri[l][a]) + cR * Ri[l][a];
+            E += vol * psi;
+            if (plastic) csm_m3_mul_bt(Pe, Fpi, P); /* dpsi / dG = P^e F^p^-T */
+            else memcpy(P, Pe, sizeof P);
+            for (int r = 0; r < 3; r++)
+                for (int a = 0; a < 9; a++)
+                    Sig[9 * r + a] += vol * (P[3 * r] * Jl[3 * a] + P[3 * r + 1] * Jl[3 * a + 1] + P[3 * r + 2] * Jl[3 * a + 2]);
+        }
     }
     double fitted = 0, theta = w->stabilization, ks = theta * k;
     for (int a = 0; a < 27; a++) fitted += A[a] * B[a];
