@@ -203,7 +203,7 @@ clean-figures:
 	rm -rf $(OUT)
 
 # The README's parameter reference, from the parameter tables (csm list --markdown).
-# csm against a finite-element code (CalculiX, Debian's calculix-ccx): experiments/validation/.
+# csm against a finite-element code (CalculiX, Debian's calculix-ccx) and textbook formulas: experiments/validation/.
 validation: build
 	$(PY) experiments/validation/run.py --csm $(CSM) -o out/validation
 
