@@ -583,6 +583,7 @@ void csm_sim_logged(csm_sim *sim)
     csm_world *w = &sim->w;
     sim->report.plastic_skipped = 0;
     sim->report.yielded = 0;
+    sim->report.iteration_residual = 0;
     sim->report.nevents = 0;
     memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }

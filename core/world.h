@@ -193,6 +193,8 @@ typedef struct csm_report {
     double recluster_energy;     /* J, cumulative: stored energy reclustering's weight changes added (< 0: released) */
     int32_t yielded;             /* clusters that flowed plastically since the last logged frame */
     int32_t plastic_skipped;     /* plastic updates skipped on a degenerate F^e since then */
+    double iteration_residual;   /* the implicit integrators' last iteration, since then: its largest position
+                                    change over the step's largest displacement, the worst step's */
     csm_gain_stats gains;        /* the spring gains alpha_c of the last step (integrators with alpha) */
     csm_recluster_event *events; /* reclustering events since the last logged frame */
     int32_t nevents;

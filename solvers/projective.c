@@ -313,6 +313,7 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     double gy = objective(s, w, s->y, h), gx = objective(s, w, s->x0, h);
     if (gy <= gx) memcpy(x, s->y, sizeof(double) * 3 * (size_t)n);
     csm_world_project(w, x, h); /* colliders and contacts, on the start and after every global step */
+    double residual = 0;
     for (int it = 0; it < s->iterations; it++) {
         memcpy(s->prev, x, sizeof(double) * 3 * (size_t)n);
         w->fit_energy = 1;
@@ -325,8 +326,10 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
             moved = fmax(moved, fabs(x[a] - s->prev[a]));
             step = fmax(step, fabs(x[a] - s->x0[a]));
         }
+        residual = step > 0 ? moved / step : 0.0;
         if (moved <= s->tolerance * step) break;
     }
+    if (w->report && residual > w->report->iteration_residual) w->report->iteration_residual = residual;
     csm_implicit_velocities(w, s->x0, h);
     return 0;
 }

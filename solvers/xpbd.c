@@ -60,7 +60,8 @@ typedef struct xpbd {
     double *k;       /* [k] k_c */
     double *scratch; /* [12k] damping, viscosity, volume steps */
     double *vlambda; /* [k] the volume constraints' multipliers (volume split) */
-    int64_t cap[5];
+    double *prev;    /* [3n] positions before the last iteration */
+    int64_t cap[6];
 } xpbd;
 
 static int xpbd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
@@ -86,6 +87,7 @@ static void xpbd_destroy(void *state)
         free(s->k);
         free(s->scratch);
         free(s->vlambda);
+        free(s->prev);
     }
     free(s);
 }
@@ -100,7 +102,8 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         csm_grow((void **)&s->lambda, &s->cap[1], 3 * (int64_t)C->m, sizeof(double)) ||
         csm_grow((void **)&s->k, &s->cap[2], k, sizeof(double)) ||
         csm_grow((void **)&s->scratch, &s->cap[3], 12 * (int64_t)k, sizeof(double)) ||
-        csm_grow((void **)&s->vlambda, &s->cap[4], k, sizeof(double)))
+        csm_grow((void **)&s->vlambda, &s->cap[4], k, sizeof(double)) ||
+        csm_grow((void **)&s->prev, &s->cap[5], 3 * (int64_t)n, sizeof(double)))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for xpbd");
     double *x = P->x;
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
@@ -117,6 +120,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
     double share = csm_elastic_share(w);
     csm_world_project(w, x, h); /* colliders and contacts, on y and after every iteration */
     for (int it = 0; it < s->iterations; it++) {
+        if (it == s->iterations - 1) memcpy(s->prev, x, sizeof(double) * 3 * (size_t)n);
         w->fit_energy = 1; /* goals of the elastic energy (elastic.c) */
         csm_fit_all(w, x);
         w->fit_energy = 0;
@@ -148,6 +152,14 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         if (w->volume == CSM_VOLUME_SPLIT) csm_volume_project(w, x, h, s->vlambda, s->scratch);
         csm_world_project(w, x, h);
     }
+    /* how far from converged: the last iteration's largest move over the step's largest */
+    double moved = 0, step = 0;
+    for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
+        moved = fmax(moved, fabs(x[a] - s->prev[a]));
+        step = fmax(step, fabs(x[a] - s->x0[a]));
+    }
+    double residual = step > 0 ? moved / step : 0.0;
+    if (w->report && residual > w->report->iteration_residual) w->report->iteration_residual = residual;
     /* Velocities from the positions (Macklin et al. 2016 Algorithm 1, its last step). */
     csm_implicit_velocities(w, s->x0, h);
     return 0;

@@ -179,6 +179,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     memset(C->flowed, 0, sizeof *C->flowed * (size_t)k);
     sim->report.nevents = 0;
     sim->report.yielded = sim->report.plastic_skipped = 0;
+    sim->report.iteration_residual = 0;
     sim->frame = sim->report.frame = frame;
     return 0;
 }

@@ -40,6 +40,7 @@ ACCESSOR(d_yielded, &c->sim->report.yielded)
 ACCESSOR(d_plastic_skipped, &c->sim->report.plastic_skipped)
 ACCESSOR(d_gain, &c->sim->report.gains.min)
 ACCESSOR(d_gain_clamped, &c->sim->report.gains.clamped)
+ACCESSOR(d_iteration_residual, &c->sim->report.iteration_residual)
 ACCESSOR(d_energy_error, &c->d->energy_error)
 ACCESSOR(d_elastic_lag, &c->d->elastic_lag)
 ACCESSOR(d_dissipated_damping, &c->sim->report.dissipated[CSM_DISSIPATED_DAMPING])
@@ -93,7 +94,8 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_STATE] = FIELD("/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE, d_state),
     [F_KINETIC] = FIELD("/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE, d_kinetic),
     [F_POTENTIAL] = FIELD("/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE, d_potential),
-    [F_ELASTIC] = FIELD("/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "energy the integrator's springs store, sum_c 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 "
+    [F_ELASTIC] = FIELD("/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "energy the integrator's elastic terms store: with a modulus and solver.energy continuum, the clusters' corotated "
+                     "strain energy of their quadratic fits plus the stabilization's spring on the residual (core/elastic.c); otherwise sum_c 1/2 k_c sum_i w_ic m_i |x_i - g_ic|^2 "
                      "with k_c = alpha_c / h^2, plus the split volume terms 1/2 kappa_c V_c (det F_c - 1)^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
     [F_GOAL_DISTANCE] = FIELD("/diagnostics/goal_distance", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "sum_c sum_i w_ic m_i |x_i - g_ic|^2, the mass-weighted squared distance "
                           "to the goals (what the papers minimise; logs written before elastic_energy was in J held this under that name)", 0, OPT_NONE, d_goal_distance),
@@ -111,6 +113,9 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                 "(solver.alpha, or from solver.modulus; 0 without springs)", 3, OPT_NONE, d_gain),
     [F_GAIN_CLAMPED] = FIELD("/diagnostics/alpha_clamped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "clusters whose gain from solver.modulus exceeded 1 and was clamped to 1 in the frame's last "
                         "step (the step is too coarse for the modulus)", 0, OPT_NONE, d_gain_clamped),
+    [F_ITERATION_RESIDUAL] = FIELD("/diagnostics/iteration_residual", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "how far the implicit integrators' iterations were from converged, the worst step "
+                               "since the previous logged frame: the last iteration's largest position change over the step's largest displacement (projective_dynamics stops "
+                               "below its tolerance; xpbd runs its fixed iterations; 0 for the explicit integrators)", 0, OPT_NONE, d_iteration_residual),
     [F_ENERGY_ERROR] = FIELD("/diagnostics/energy_error", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic + potential + elastic energy + elastic_lag - frame 0's - work_external + the dissipated_* sums: "
                          "energy the simulation created (> 0) or lost without account (< 0)", 0, OPT_NONE, d_energy_error),
     [F_ELASTIC_LAG] = FIELD("/diagnostics/elastic_lag", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "(h/2) sum_i f_i . v_i of the explicit springs' forces f (0 for xpbd and projective_dynamics): "
