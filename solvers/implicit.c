@@ -57,3 +57,18 @@ void csm_implicit_velocities(csm_world *w, const double *x0, double h)
         for (int d = 0; d < 3; d++) P->v[3 * i + d] = (P->x[3 * i + d] - x0[3 * i + d]) * inv_h;
     }
 }
+
+double csm_implicit_residual(const csm_world *w, const double *x, const double *prev, const double *x0)
+{
+    double moved = 0, step = 0;
+    for (int64_t a = 0; a < 3 * (int64_t)w->P.n; a++) {
+        moved = fmax(moved, fabs(x[a] - prev[a]));
+        step = fmax(step, fabs(x[a] - x0[a]));
+    }
+    return step > 0 ? moved / step : moved > 0 ? INFINITY : 0.0;
+}
+
+void csm_implicit_report_residual(csm_world *w, double residual)
+{
+    if (w->report && residual > w->report->iteration_residual) w->report->iteration_residual = residual;
+}

@@ -321,15 +321,10 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
         w->fit_energy = 0;
         if (global_step(s, w, x, h, err)) return -1;
         csm_world_project(w, x, h);
-        double moved = 0, step = 0;
-        for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
-            moved = fmax(moved, fabs(x[a] - s->prev[a]));
-            step = fmax(step, fabs(x[a] - s->x0[a]));
-        }
-        residual = step > 0 ? moved / step : 0.0;
-        if (moved <= s->tolerance * step) break;
+        residual = csm_implicit_residual(w, x, s->prev, s->x0);
+        if (residual <= s->tolerance) break;
     }
-    if (w->report && residual > w->report->iteration_residual) w->report->iteration_residual = residual;
+    csm_implicit_report_residual(w, residual);
     csm_implicit_velocities(w, s->x0, h);
     return 0;
 }

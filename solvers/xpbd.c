@@ -153,13 +153,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         csm_world_project(w, x, h);
     }
     /* how far from converged: the last iteration's largest move over the step's largest */
-    double moved = 0, step = 0;
-    for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
-        moved = fmax(moved, fabs(x[a] - s->prev[a]));
-        step = fmax(step, fabs(x[a] - s->x0[a]));
-    }
-    double residual = step > 0 ? moved / step : 0.0;
-    if (w->report && residual > w->report->iteration_residual) w->report->iteration_residual = residual;
+    csm_implicit_report_residual(w, csm_implicit_residual(w, x, s->prev, s->x0));
     /* Velocities from the positions (Macklin et al. 2016 Algorithm 1, its last step). */
     csm_implicit_velocities(w, s->x0, h);
     return 0;
