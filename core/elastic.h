@@ -25,19 +25,18 @@ static inline int csm_elastic_on(const csm_world *w)
 {
     return w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0 && w->C.ebound;
 }
-/* The share of its pull a goal of the elastic fit carries: theta (solver.stabilization) under the
-   continuum energy, whose goals g^ are those of the stiffness theta k_c (the springs
-   k_c w m (g - x) with g = (1 - theta) x + theta g^), else 1. */
-static inline double csm_elastic_share(const csm_world *w)
-{
-    return csm_elastic_on(w) ? w->stabilization : 1.0;
-}
+/* The share s_c of its pull a goal of cluster c's elastic fit carries: under the continuum energy
+   the residual's spring theta k_mu over k_c, with k_mu the stiffness bound of the shear term alone
+   (lambda does not stiffen what the fit cannot follow), s_c = theta mu / (mu + 3/2 lambda+); its
+   goals g^ are those of the stiffness s_c k_c (the springs k_c w m (g - x) with
+   g = (1 - s_c) x + s_c g^). 1 under the papers' springs. */
+double csm_elastic_share(const csm_world *w, int32_t c);
 /* Cluster c's continuum energy (J) at positions x with centre com and plastic deformation Fp
    (R, a rotation near the cluster's, warm-starts the members' polar decompositions), with k the
-   stiffness bound k_c (csm_elastic_stiffness) and theta k the residual's spring: with T and Q not NULL, the goal transform whose goals
-   g^_ic = com + T p_ic + Q (q2(p_ic) - qmean) give the energy's gradient,
-   theta k w_ic m_i (x_i - g^_ic) = dE / dx_i; with v not NULL, *dot = theta sum w m (g^ - x) . v,
-   the springs' sum w m (g - x) . v. */
+   stiffness bound k_c (csm_elastic_stiffness) and s_c k the residual's spring (csm_elastic_share):
+   with T and Q not NULL, the goal transform whose goals g^_ic = com + T p_ic + Q (q2(p_ic) - qmean)
+   give the energy's gradient, s_c k w_ic m_i (x_i - g^_ic) = dE / dx_i; with v not NULL,
+   *dot = s_c sum w m (g^ - x) . v, the springs' sum w m (g - x) . v. */
 double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const double *v, const double com[3],
                            const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
                            double *dot);

@@ -1118,13 +1118,12 @@ void csm_modulus_gains(const csm_world *w, double mu, double h, double *gain, cs
 #pragma omp parallel for schedule(static)
     for (int32_t c = 0; c < k; c++) gain[c] = h * h * csm_modulus_stiffness(w, mu, c);
     csm_gain_stats st = {k ? INFINITY : 0, 0, 0, 0};
-    double share = csm_elastic_share(w); /* the continuum goals' share of the pull (elastic.c) */
     for (int32_t c = 0; c < k; c++) {
         if (gain[c] > 1.0) {
             gain[c] = 1.0;
             st.clamped++;
         }
-        gain[c] *= share;
+        gain[c] *= csm_elastic_share(w, c); /* the continuum goals' share of the pull (elastic.c) */
         st.min = fmin(st.min, gain[c]);
         st.max = fmax(st.max, gain[c]);
         st.mean += gain[c] / k;

@@ -203,14 +203,13 @@ static int factor(pd *s, csm_world *w, double h, csm_error *err)
 }
 
 /* d_ic = g_ic - xbar_c at the last fit's positions x: R_c F^p_c p_ic, or under the continuum
-   energy (1 - theta) (x_i - xbar_c) + theta (g^_ic - xbar_c), whose springs give the energy's
+   energy (1 - s_c) (x_i - xbar_c) + s_c (g^_ic - xbar_c) (csm_elastic_share), whose springs give the energy's
    gradient (elastic.c): the global step then minimises a quadratic that lies above the energy
    and touches it at x, and lowers it. */
 static void projected_offset(const csm_world *w, const double *x, int32_t j, double d[3])
 {
     const csm_clusters *C = &w->C;
     int32_t c = C->mcluster[j];
-    double share = csm_elastic_share(w);
     if (!csm_elastic_on(w)) {
         double RF[9];
         csm_m3_mul(&C->R[9 * c], &C->Fp[9 * c], RF);
@@ -219,6 +218,7 @@ static void projected_offset(const csm_world *w, const double *x, int32_t j, dou
     }
     const double *xi = &x[3 * C->member[j]], *com = &C->com[3 * c];
     csm_membership_goal(C, j, d);
+    double share = csm_elastic_share(w, c);
     for (int a = 0; a < 3; a++) d[a] = (1.0 - share) * (xi[a] - com[a]) + share * (d[a] - com[a]);
 }
 

@@ -61,7 +61,8 @@ typedef struct xpbd {
     double *scratch; /* [12k] damping, viscosity, volume steps */
     double *vlambda; /* [k] the volume constraints' multipliers (volume split) */
     double *prev;    /* [3n] positions before the last iteration */
-    int64_t cap[6];
+    double *share;   /* [k] the continuum goals' share of the pull (csm_elastic_share) */
+    int64_t cap[7];
 } xpbd;
 
 static int xpbd_create(const csm_plugin_cfg *cfg, const csm_world *w, void **state, csm_error *err)
@@ -88,6 +89,7 @@ static void xpbd_destroy(void *state)
         free(s->scratch);
         free(s->vlambda);
         free(s->prev);
+        free(s->share);
     }
     free(s);
 }
@@ -103,21 +105,23 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
         csm_grow((void **)&s->k, &s->cap[2], k, sizeof(double)) ||
         csm_grow((void **)&s->scratch, &s->cap[3], 12 * (int64_t)k, sizeof(double)) ||
         csm_grow((void **)&s->vlambda, &s->cap[4], k, sizeof(double)) ||
-        csm_grow((void **)&s->prev, &s->cap[5], 3 * (int64_t)n, sizeof(double)))
+        csm_grow((void **)&s->prev, &s->cap[5], 3 * (int64_t)n, sizeof(double)) ||
+        csm_grow((void **)&s->share, &s->cap[6], k, sizeof(double)))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for xpbd");
     double *x = P->x;
     memcpy(s->x0, x, sizeof(double) * 3 * (size_t)n);
     memset(s->lambda, 0, sizeof(double) * 3 * (size_t)C->m);
     memset(s->vlambda, 0, sizeof(double) * (size_t)k);
 #pragma omp parallel for schedule(static)
-    for (int32_t c = 0; c < k; c++) s->k[c] = csm_modulus_stiffness(w, s->modulus, c);
+    for (int32_t c = 0; c < k; c++) {
+        s->k[c] = csm_modulus_stiffness(w, s->modulus, c);
+        s->share[c] = csm_elastic_share(w, c); /* a membership's residual is s_c (x - g^) (elastic.c) */
+    }
     csm_implicit_report_gains(w, s->k, h);
     /* Prediction: y = x + h v + h^2 f / m (Macklin et al. 2016 Algorithm 1, its first step), the
        velocity damped first as the explicit integrators damp it; the iterations start at y. */
     csm_implicit_predict(w, h, s->damping, s->viscosity, s->scratch, x);
     double h2 = h * h;
-    /* under the continuum energy a membership's residual is theta (x - g^) (elastic.c) */
-    double share = csm_elastic_share(w);
     csm_world_project(w, x, h); /* colliders and contacts, on y and after every iteration */
     for (int it = 0; it < s->iterations; it++) {
         if (it == s->iterations - 1) memcpy(s->prev, x, sizeof(double) * 3 * (size_t)n);
@@ -133,6 +137,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
                 int32_t j = C->pmember[a];
                 double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
                 csm_membership_goal(C, j, g);
+                double share = s->share[C->mcluster[j]];
                 for (int d = 0; d < 3; d++) sum[d] += h2 * K * share * (xi[d] - g[d]) + s->lambda[3 * j + d];
                 Ki += K;
             }
@@ -144,6 +149,7 @@ static int xpbd_step(csm_world *w, void *state, double h, csm_error *err)
                 int32_t j = C->pmember[a];
                 double g[3], K = s->k[C->mcluster[j]] * C->wmass[j];
                 csm_membership_goal(C, j, g);
+                double share = s->share[C->mcluster[j]];
                 for (int d = 0; d < 3; d++) s->lambda[3 * j + d] = -h2 * K * (share * (xi[d] - g[d]) + S[d] * im);
             }
             for (int d = 0; d < 3; d++) xi[d] += S[d] * im;

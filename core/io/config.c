@@ -192,12 +192,13 @@ const csm_param_spec csm_solver_common_params[] = {
     CSM_P_ENUM(csm_config, energy, CSM_ENERGY_CONTINUUM, "continuum|goals",
                "what the clusters of a modulus store: continuum (the linear-elastic strain energy of each cluster's "
                "quadratic fit, with Lame lambda from bulk_modulus or poisson, plus a spring on what the fit cannot "
-               "follow: converges to the material in stretch, bending and torsion) or goals (the papers' springs "
+               "follow; experiments/validation/ measures how close it comes to the material) or goals (the papers' springs "
                "1/2 k_c sum w m |x - g|^2 towards rigid goals, exact only under uniform strain of a round cluster)"),
-    CSM_P_REAL(csm_config, stabilization, 0.1, 1e-6, 1,
+    CSM_P_REAL(csm_config, stabilization, 1, 1e-6, 1,
                "with energy continuum: the stiffness of the spring on what a cluster's quadratic fit cannot follow, as "
-               "a share theta of the cluster's stiffness bound k_c (no motion is free of energy; a smooth field's cubic "
-               "part pays it, which vanishes as the clusters shrink)"),
+               "a share theta of the shear term's stiffness bound (no motion is free of energy; a uniform load strains "
+               "it too, so below 1 the body is softer than its material; a smooth field's cubic part pays it, which "
+               "vanishes as the clusters shrink)"),
     CSM_P_REAL(csm_config, young, 0, 0, 1e15,
                "Young's modulus E (Pa): sets the integrator's modulus to mu = E / (2 (1 + nu)) and bulk_modulus to "
                "E / (3 (1 - 2 nu)) (0: give modulus instead)"),
