@@ -14,7 +14,9 @@ The cases, each a 4 x 0.4 x 0.4 m bar clamped at x = 0 (a pinned 0.2 m block beh
   CalculiX's *FREQUENCY, with each integrator's mean deflection and energy lost per period;
 - the cantilever at E = 1.8e7 Pa (tip about 30 % of its length) against CalculiX with NLGEOM;
 - compression.yaml: a cube compressed 20 % between frictionless plates, its lateral stretch
-  against the corotated material's 1 + 0.2 nu (and CalculiX's NLGEOM, another material)."""
+  against the corotated material's 1 + 0.2 nu (and CalculiX's NLGEOM, another material);
+- bulge.yaml: the cube between plates that hold it, 2 % and 20 %, its bulge against CalculiX's
+  NLGEOM."""
 import argparse
 import os
 import subprocess
@@ -127,6 +129,23 @@ def fem_frequency(cfg, work, cells=4):
     os.makedirs(work, exist_ok=True)
     fem.deck(os.path.join(work, "frequency.inp"), nodes, el, E, nu, rho, {"CLAMP": clamp}, [step])
     return fem.eigenfrequencies(fem.run(work, "frequency"))[0]
+
+
+def fem_bulge(E, nu, strain, work, cells=6):
+    """CalculiX's outward displacement of the centre of a side face (x = 0.5, y = z = 0) of a unit
+    cube compressed by `strain` between plates that hold it (NLGEOM): the top and bottom faces
+    held in x and z and moved together in y."""
+    nodes, el = fem.box_mesh([-0.5, -0.5, -0.5], [0.5, 0.5, 0.5], [cells] * 3)
+    on = lambda k, v: np.nonzero(np.abs(nodes[:, k] - v) < 1e-9)[0] + 1  # noqa: E731
+    centre = np.nonzero((np.abs(nodes[:, 0] - 0.5) < 1e-9) & (np.abs(nodes[:, 1]) < 1e-9)
+                        & (np.abs(nodes[:, 2]) < 1e-9))[0] + 1
+    d = 0.5 * strain
+    step = (f"*STEP, NLGEOM, INC=100\n*STATIC\n0.1, 1.\n*BOUNDARY\nBOT, 1, 1, 0.\nBOT, 3, 3, 0.\nBOT, 2, 2, {d}\n"
+            f"TOP, 1, 1, 0.\nTOP, 3, 3, 0.\nTOP, 2, 2, {-d}\n*NODE PRINT, NSET=CENTRE\nU\n*END STEP\n")
+    os.makedirs(work, exist_ok=True)
+    fem.deck(os.path.join(work, "bulge.inp"), nodes, el, E, nu, 1000.0,
+             {"BOT": on(1, -0.5), "TOP": on(1, 0.5), "CENTRE": centre}, [step])
+    return float(fem.displacements(fem.run(work, "bulge"))[int(centre[0])][0])
 
 
 def csm_run(csm, config, out, sets):
@@ -261,6 +280,18 @@ def main():
         row(f"compression 20 %, ν = {nu}", "continuum", 64, "lateral stretch", f"{lateral:.4f}",
             f"{1 + 0.2 * nu:.4f} (corotated)", f"ν {(lateral - 1) / 0.2:.3f}", "0.02")
         row(f"compression 20 %, ν = {nu}", "", "", "CalculiX NLGEOM (St Venant-Kirchhoff)", "", f"{svk:.4f}", "", "")
+
+    for nu in (0.3, 0.45):
+        for strain in (0.02, 0.2):
+            d = 0.5 * strain
+            r, u = csm_static(csm_run(args.csm, "bulge.yaml", out(f"bulge_{nu}_{strain}.h5"), [
+                f"solver.poisson={nu}", f"colliders.0.keyframes=[[0, 0, 0, 0], [0.2, 0, {d}, 0]]",
+                f"colliders.1.keyframes=[[0, 0, 0, 0], [0.2, 0, {-d}, 0]]"]))
+            centre = (np.abs(r[:, 0] - 0.5) < 1e-6) & (np.abs(r[:, 1]) < 1e-6) & (np.abs(r[:, 2]) < 1e-6)
+            bulge = float(np.mean(u[centre, 0]))
+            ccx = fem_bulge(E, nu, strain, out(f"ccx_bulge_{nu}_{strain}"))
+            row(f"bulge between holding plates, {strain:.0%}, ν = {nu}", "continuum", 64, "side face's centre out (m)",
+                f"{bulge:.5f}", f"{ccx:.5f} (NLGEOM)", f"{bulge / ccx:.3f}", "5 %")
 
     text = ("# Validation against CalculiX and the textbook\n\n"
             f"CalculiX C3D20R cantilever, ν = 0: {ref[0.0]:.6f} m (4 elements across), {finer:.6f} m (6 across).\n\n"
