@@ -48,11 +48,12 @@ typedef struct csm_contacts {
     int32_t *pair;              /* [2 npairs] i < j, in increasing i, then in the order the cells list them */
     double *normal;             /* [3 npairs] each pair's direction x_i - x_j at the step's start, normalised */
     double *lambda;             /* [2 npairs] the step's accumulated push apart and tangential push (m / inverse mass) */
+    double *push;               /* [4 npairs] cluster_proxies: each pair's push out of its proxy in the current pass, and its length */
     const double *x0;           /* [3n] the positions at the step's start (not owned); NULL: none given */
     int32_t *cell_start;        /* [buckets + 1] counting sort of the particles by hashed cell */
     int32_t *sorted;            /* [n] particle ids by bucket, increasing within one */
     uint32_t *bucket;           /* [n] each particle's bucket */
-    int64_t cap_pair, cap_normal, cap_lambda, cap_start, cap_sorted, cap_bucket;
+    int64_t cap_pair, cap_normal, cap_lambda, cap_push, cap_start, cap_sorted, cap_bucket;
     int32_t buckets;            /* a power of two, at least 2 n */
     /* cluster_proxies: the pairs are (particle, cluster), sorted by cluster */
     double *proxy;              /* per cluster: its proxy in its rest space (contact.c) */

@@ -59,8 +59,10 @@ static const csm_param_spec contact_params[] = {
                     "two radii) joins its proxy when it lies closer to the centre than cut times the sphere's radius "
                     "(Jones et al. 2015; 0: spheres alone, 1: every plane that cuts the sphere)", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("reaction", CSM_ENUM, csm_config, contact.reaction, CSM_REACTION_RIGID, 0, 0,
-                    "cluster_proxies: rigid (the cluster answers a particle's push as a rigid body, keeping linear and "
-                    "angular momentum) or jones2015 (the paper's: the particle alone moves, and momentum is not kept)",
+                    "cluster_proxies: rigid (a particle goes back out the side it came from, the push shared with the "
+                    "cluster as a rigid body by their inverse masses: keeps linear and angular momentum and creates no "
+                    "energy) or jones2015 (the paper's: the particle alone moves, out through the nearest face; "
+                    "momentum is not kept)",
                     "rigid|jones2015", 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
