@@ -55,6 +55,7 @@
 
 #include <lapacke.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,13 +133,17 @@ double csm_elastic_stiffness(const csm_world *w, double mu, int32_t c)
     if (!C->ebound || !(rho > 0) || !(C->mass[c] > 0)) return 0.0;
     csm_elastic_lame(w, mu, c, &m, &l);
     /* |sym H|^2 <= |H|^2 and (tr eps)^2 <= 3 |eps|^2: the energy is at most
-       (mu + 3/2 lambda+) / rho sum w m |A~ J|^2, whose Hessian over the mass is 2 (...) Gamma */
-    return 2.0 * (m + 1.5 * fmax(l, 0.0)) / rho * C->ebound[c];
+       (mu + 3/2 lambda+) / rho sum w m |A~ J|^2, whose Hessian over the mass is 2 (...) Gamma;
+       with the consistent gradient's X (csm_elastic_consistent), sum_i v_i |G_i + X|^2 is at most
+       (sqrt(sum v |G|^2) + sqrt(V_c |X|^2))^2 and V_c |X|^2 <= M_c sum w m |eta|^2 S / rho */
+    double e = C->ebound[c];
+    if (C->eta && C->eta_epoch == C->epoch) e = (sqrt(e) + sqrt(C->ecorr[c])) * (sqrt(e) + sqrt(C->ecorr[c]));
+    return 2.0 * (m + 1.5 * fmax(l, 0.0)) / rho * e;
 }
 
 double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const double *v, const double com[3],
                            const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
-                           double *dot)
+                           double *Sout, double *dot)
 {
     const csm_clusters *C = &w->C;
     const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
@@ -162,6 +167,16 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
             for (int a = 0; a < 9; a++) sum += B[9 * r + a] * inv[9 * a + b];
             A[9 * r + b] = sum;
         }
+    /* the consistent gradient's correction X = sum_j x_j (xi_j)^T = sum_j w m_j (x_j - xbar) eta_j^T,
+       the same for every member (csm_elastic_consistent) */
+    double X[9] = {0};
+    const double *eta = C->eta && C->eta_epoch == C->epoch ? C->eta : NULL;
+    for (int32_t j = lo; j < hi && eta; j++) {
+        const double *xi = &x[3 * C->member[j]], *e = &eta[3 * j];
+        double wm = C->wmass[j], d[3] = {xi[0] - com[0], xi[1] - com[1], xi[2] - com[2]};
+        for (int r = 0; r < 3; r++)
+            for (int b = 0; b < 3; b++) X[3 * r + b] += wm * d[r] * e[b];
+    }
     double Fpi[9], Re[9];
     int plastic = !csm_m3_is_identity(Fp);
     if (!plastic || csm_m3_inverse(Fp, Fpi) == 0.0) csm_m3_identity(Fpi);
@@ -177,7 +192,7 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
     if (!(csm_m3_det(Re) > 0)) csm_quat_from_rotation(R, q0);
     /* the strain energy at the members, and Sigma = sum v P J^T; the members' polar
        decompositions run CSM_LANES at a time, each lane as it would alone */
-    double E = 0, Sig[27] = {0};
+    double E = 0, Sig[27] = {0}, Sbar[9] = {0};
     for (int32_t base = lo; base < hi && rho > 0; base += CSM_LANES) {
         int n = hi - base < CSM_LANES ? (int)(hi - base) : CSM_LANES;
         double J[CSM_LANES][27], Ge[CSM_LANES][9], Ri[CSM_LANES][9], q[CSM_LANES][4];
@@ -188,7 +203,7 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
                 for (int b = 0; b < 3; b++) {
                     double sum = 0;
                     for (int a = 0; a < 9; a++) sum += A[9 * r + a] * J[l][3 * a + b];
-                    G[3 * r + b] = sum;
+                    G[3 * r + b] = sum + X[3 * r + b];
                 }
             if (plastic) csm_m3_mul(G, Fpi, Ge[l]);
             else memcpy(Ge[l], G, sizeof G);
@@ -217,6 +232,7 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
             for (int r = 0; r < 3; r++)
                 for (int a = 0; a < 9; a++)
                     Sig[9 * r + a] += vol * (P[3 * r] * Jl[3 * a] + P[3 * r + 1] * Jl[3 * a + 1] + P[3 * r + 2] * Jl[3 * a + 2]);
+            for (int a = 0; a < 9; a++) Sbar[a] += vol * P[a];
         }
     }
     double fitted = 0, share = csm_elastic_share(w, c), ks = share * k;
@@ -231,11 +247,14 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
             for (int a = 0; a < 9; a++) sum += Sig[9 * r + a] * inv[9 * a + b];
             G[9 * r + b] = A[9 * r + b] - (ks > 0 ? sum / ks : 0.0);
         }
+    double Sg[9];
+    for (int a = 0; a < 9; a++) Sg[a] = eta && ks > 0 ? -Sbar[a] / ks : 0.0;
     if (T)
         for (int r = 0; r < 3; r++) {
             for (int a = 0; a < 3; a++) T[3 * r + a] = G[9 * r + a];
             for (int a = 0; a < 6; a++) Q[6 * r + a] = G[9 * r + 3 + a];
         }
+    if (Sout) memcpy(Sout, Sg, sizeof Sg);
     if (dot) {
         double s = 0;
         for (int32_t j = lo; j < hi && v; j++) {
@@ -245,10 +264,232 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
             for (int r = 0; r < 3; r++) {
                 double g = com[r];
                 for (int a = 0; a < 9; a++) g += G[9 * r + a] * t[a];
+                if (eta)
+                    for (int b = 0; b < 3; b++) g += Sg[3 * r + b] * eta[3 * j + b];
                 s += C->wmass[j] * (g - xi[r]) * vi[r];
             }
         }
         *dot = share * s;
     }
     return E;
+}
+
+/* ---- consistent gradients ------------------------------------------------------------------- */
+
+/* The residual of the weighted least-squares fit of the field f (3 per particle, or with
+   per_membership 3 per membership) over cluster c's basis (1, q~): out[3 j] = f - fit(p_j) for each
+   membership j. out may be f when per_membership. */
+static void fit_residual(const csm_clusters *C, int32_t c, const double *f, int per_membership, double *out)
+{
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
+    double M = C->mass[c], s0[3] = {0, 0, 0}, s[9][3] = {{0}}, coef[9][3] = {{0}};
+    for (int32_t j = lo; j < hi; j++) {
+        double t[9], wm = C->wmass[j];
+        const double *fi = &f[3 * (per_membership ? j : C->member[j])];
+        basis(&C->p[3 * j], mean, t, NULL);
+        for (int d = 0; d < 3; d++) {
+            s0[d] += wm * fi[d];
+            for (int a = 0; a < 9; a++) s[a][d] += wm * t[a] * fi[d];
+        }
+    }
+    for (int a = 0; a < 9; a++)
+        for (int b = 0; b < 9; b++)
+            for (int d = 0; d < 3; d++) coef[a][d] += inv[9 * a + b] * s[b][d];
+    for (int32_t j = lo; j < hi; j++) {
+        double t[9];
+        const double *fi = &f[3 * (per_membership ? j : C->member[j])];
+        basis(&C->p[3 * j], mean, t, NULL);
+        for (int d = 0; d < 3; d++) {
+            double g = M > 0 ? s0[d] / M : 0.0;
+            for (int a = 0; a < 9; a++) g += t[a] * coef[a][d];
+            out[3 * j + d] = fi[d] - g;
+        }
+    }
+}
+
+/* y = K f over the particles that take part (on[i]): (K f)_i = sum_c alpha_c w_ic m_i (f_i - fit_c(f)(p_ic)),
+   alpha_c = V_c^2 / M_c; res holds 3 m doubles. */
+static void consistency_apply(const csm_world *w, const unsigned char *on, const double *f, double *y, double *res)
+{
+    const csm_clusters *C = &w->C;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int32_t c = 0; c < C->k; c++) fit_residual(C, c, f, 0, res);
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < w->P.n; i++) {
+        double s[3] = {0, 0, 0};
+        for (int32_t a = C->poff[i]; on[i] && a < C->poff[i + 1]; a++) {
+            int32_t j = C->pmember[a], c = C->mcluster[j];
+            double rho = csm_cluster_density(w, c), alpha = rho > 0 ? C->mass[c] / (rho * rho) : 0.0;
+            for (int d = 0; d < 3; d++) s[d] += alpha * C->wmass[j] * res[3 * j + d];
+        }
+        for (int d = 0; d < 3; d++) y[3 * i + d] = s[d];
+    }
+}
+
+int csm_elastic_consistent(csm_world *w)
+{
+    csm_clusters *C = &w->C;
+    const csm_particles *P = &w->P;
+    int32_t n = P->n, k = C->k, m = C->m;
+    if (!w->boundary || !C->Aqq_inv) return 0;
+    free(C->eta);
+    free(C->S);
+    free(C->ecorr);
+    C->eta = calloc(3 * (size_t)(m > 0 ? m : 1), sizeof *C->eta);
+    C->S = calloc(9 * (size_t)(k > 0 ? k : 1), sizeof *C->S);
+    C->ecorr = calloc((size_t)(k > 0 ? k : 1), sizeof *C->ecorr);
+    unsigned char *on = calloc((size_t)n, 1);
+    double *work = malloc(sizeof *work * (3 * (size_t)m + 15 * (size_t)n + 3));
+    if (!C->eta || !C->S || !C->ecorr || !on || !work) {
+        free(on);
+        free(work);
+        return -1;
+    }
+    double *res = work, *r = res + 3 * (size_t)m, *lam = r + 3 * (size_t)n, *z = lam + 3 * (size_t)n,
+           *pdir = z + 3 * (size_t)n, *q = pdir + 3 * (size_t)n;
+    for (int32_t i = 0; i < n; i++) on[i] = isfinite(w->boundary[3 * i]) && P->inv_mass[i] >= 0;
+    /* the right side b_i - d_i, d_i = sum_c V_c w m_i [I 0] A~_qq^-1 q~_i, the uncorrected sum */
+    for (int32_t i = 0; i < n; i++) {
+        double d[3] = {0, 0, 0};
+        for (int32_t a = C->poff[i]; a < C->poff[i + 1]; a++) {
+            int32_t j = C->pmember[a], c = C->mcluster[j];
+            double t[9], rho = csm_cluster_density(w, c), V = rho > 0 ? C->mass[c] / rho : 0.0;
+            basis(&C->p[3 * j], &C->qmean[6 * c], t, NULL);
+            for (int e = 0; e < 3; e++) {
+                double g = 0;
+                for (int b = 0; b < 9; b++) g += C->Aqq_inv[81 * c + 9 * e + b] * t[b];
+                d[e] += V * C->wmass[j] * g;
+            }
+        }
+        for (int e = 0; e < 3; e++) r[3 * i + e] = on[i] ? w->boundary[3 * i + e] - d[e] : 0.0;
+    }
+    /* K annihilates every field that is quadratic over the whole object (each cluster's fit holds it):
+       the right side loses its part in that space, where the surface's probes and the particles'
+       places disagree at second order */
+    for (int32_t o = 0; o < w->nobjects; o++) {
+        int32_t first = w->object_first[o], last = w->object_first[o + 1];
+        double cen[3] = {0, 0, 0}, size = 0, G[100] = {0}, B[30] = {0};
+        int32_t cnt = 0;
+        for (int32_t i = first; i < last; i++)
+            if (on[i]) {
+                for (int d = 0; d < 3; d++) cen[d] += P->rest[3 * i + d];
+                cnt++;
+            }
+        if (cnt < 10) continue;
+        for (int d = 0; d < 3; d++) cen[d] /= cnt;
+        for (int32_t i = first; i < last; i++)
+            for (int d = 0; d < 3 && on[i]; d++) size = fmax(size, fabs(P->rest[3 * i + d] - cen[d]));
+        if (!(size > 0)) continue;
+        for (int pass = 0; pass < 2; pass++) {
+            double c[30];
+            if (pass == 1) {
+                memcpy(c, B, sizeof c);
+                double Gc[100];
+                memcpy(Gc, G, sizeof Gc);
+                if (LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', 10, 3, Gc, 10, c, 3) != 0) break;
+            }
+            for (int32_t i = first; i < last; i++) {
+                if (!on[i]) continue;
+                double p[3], t[10];
+                for (int d = 0; d < 3; d++) p[d] = (P->rest[3 * i + d] - cen[d]) / size;
+                t[0] = 1;
+                basis(p, (const double[6]){0, 0, 0, 0, 0, 0}, t + 1, NULL);
+                for (int a = 0; a < 10; a++) {
+                    if (pass == 0) {
+                        for (int b = 0; b < 10; b++) G[10 * a + b] += t[a] * t[b];
+                        for (int d = 0; d < 3; d++) B[3 * a + d] += t[a] * r[3 * i + d];
+                    } else {
+                        for (int d = 0; d < 3; d++) r[3 * i + d] -= t[a] * c[3 * a + d];
+                    }
+                }
+            }
+        }
+    }
+    double rhs = 0;
+    for (int64_t a = 0; a < 3 * (int64_t)n; a++) rhs += r[a] * r[a];
+    /* conjugate gradients on K lam = r, preconditioned by K's diagonal: K is symmetric and positive
+       semi-definite; a cluster of ten members or fewer fits any field, so what no cluster constrains
+       is held by 1e-10 of the diagonal */
+    double *diag = z; /* z is the preconditioned residual; the diagonal shares its room until then */
+    for (int32_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int32_t a = C->poff[i]; on[i] && a < C->poff[i + 1]; a++) {
+            int32_t j = C->pmember[a], c = C->mcluster[j];
+            double t[9], rho = csm_cluster_density(w, c), alpha = rho > 0 ? C->mass[c] / (rho * rho) : 0.0;
+            basis(&C->p[3 * j], &C->qmean[6 * c], t, NULL);
+            double h = C->mass[c] > 0 ? 1.0 / C->mass[c] : 0.0;
+            for (int a2 = 0; a2 < 9; a2++)
+                for (int b = 0; b < 9; b++) h += t[a2] * C->Aqq_inv[81 * c + 9 * a2 + b] * t[b];
+            s += alpha * C->wmass[j] * fmax(1.0 - C->wmass[j] * h, 0.0);
+        }
+        double dscale = 0;
+        for (int32_t a = C->poff[i]; on[i] && a < C->poff[i + 1]; a++) {
+            int32_t j = C->pmember[a], c = C->mcluster[j];
+            double rho = csm_cluster_density(w, c);
+            dscale += rho > 0 ? C->mass[c] / (rho * rho) * C->wmass[j] : 0.0;
+        }
+        s += 1e-10 * dscale;
+        for (int e = 0; e < 3; e++) diag[3 * i + e] = s > 0 ? s : 1.0;
+    }
+    double *dreg = malloc(sizeof *dreg * 3 * (size_t)n);
+    if (!dreg) {
+        free(on);
+        free(work);
+        return -1;
+    }
+    memcpy(dreg, diag, sizeof *dreg * 3 * (size_t)n);
+    memset(lam, 0, sizeof *lam * 3 * (size_t)n);
+    double rz = 0;
+    for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
+        z[a] = r[a] / dreg[a];
+        pdir[a] = z[a];
+        rz += r[a] * z[a];
+    }
+    double rr = rhs;
+    int it = 0;
+    for (; it < 2000 && rr > 1e-20 * rhs; it++) {
+        consistency_apply(w, on, pdir, q, res);
+        double pq = 0;
+        for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
+            q[a] += 1e-10 * dreg[a] * pdir[a]; /* the hold on what no cluster constrains (above) */
+            pq += pdir[a] * q[a];
+        }
+        if (!(pq > 0)) break;
+        double alpha = rz / pq, next = 0, nrr = 0;
+        for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
+            lam[a] += alpha * pdir[a];
+            r[a] -= alpha * q[a];
+            z[a] = r[a] / dreg[a];
+            next += r[a] * z[a];
+            nrr += r[a] * r[a];
+        }
+        double beta = next / rz;
+        rz = next;
+        rr = nrr;
+        for (int64_t a = 0; a < 3 * (int64_t)n; a++) pdir[a] = z[a] + beta * pdir[a];
+    }
+    free(dreg);
+    if (getenv("CSM_CONSISTENT_DEBUG"))
+        fprintf(stderr, "consistent: %d iterations, residual %.3g of %.3g\n", it, sqrt(rr), sqrt(rhs));
+    /* eta_ic = (lam_i - fit_c(lam)(p_ic)) / rho_c */
+    for (int32_t c = 0; c < k; c++) {
+        /* twice: lam may be large along what no cluster constrains, and the second fit takes the
+           first's rounding out, so that sum_i w m eta_ic is zero to round-off of eta itself (the
+           forces of a cluster sum to zero: momentum) */
+        fit_residual(C, c, lam, 0, res);
+        fit_residual(C, c, res, 1, res);
+        double rho = csm_cluster_density(w, c), e2 = 0;
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            for (int e = 0; e < 3; e++) {
+                C->eta[3 * j + e] = rho > 0 ? res[3 * j + e] / rho : 0.0;
+                e2 += C->wmass[j] * C->eta[3 * j + e] * C->eta[3 * j + e];
+            }
+        }
+        C->ecorr[c] = C->mass[c] * e2;
+    }
+    C->eta_epoch = C->epoch;
+    free(on);
+    free(work);
+    return 0;
 }

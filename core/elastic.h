@@ -39,6 +39,10 @@ double csm_elastic_share(const csm_world *w, int32_t c);
    *dot = s_c sum w m (g^ - x) . v, the springs' sum w m (g - x) . v. */
 double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const double *v, const double com[3],
                            const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
-                           double *dot);
+                           double *S, double *dot);
 
+/* Solve for the memberships' gradient corrections eta that make the clusters' forces under a
+   uniform stress balance at every particle (w->boundary: each particle's surface share), after
+   the clusters change. 0, or -1 out of memory. */
+int csm_elastic_consistent(csm_world *w);
 #endif

@@ -611,7 +611,7 @@ static int32_t lattice_index(double q, double h, int32_t cnt)
     return i >= 0 && i < cnt ? i : -1;
 }
 
-int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol)
+int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area)
 {
     const csm_object_cfg *o = sh->o;
     int grid = o->sampling_type == CSM_SAMPLING_GRID;
@@ -662,44 +662,79 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
        farther by a concave surface; within 2 h of a Poisson sample (Bridson 2007's coverage) */
     csm_grid g;
     if (csm_grid_build(&g, pts, n, grid ? 1.5 * h : 2.0 * h)) goto oom;
-    /* one slab of probes (fixed first coordinate) at a time: its inside tests batched */
+    /* one slab of probes (fixed first coordinate) at a time, its inside tests batched; with `area`,
+       the slabs on either side too, whose probes tell which faces of a probe's cell lie on the
+       surface */
     size_t slab = (size_t)probes[1] * (size_t)probes[2];
     double *q = malloc(sizeof *q * 3 * slab);
-    unsigned char *in = malloc(slab);
-    if (!q || !in) {
+    unsigned char *in = malloc(slab), *flag = calloc(3 * slab, 1); /* flag: the slabs a - 1, a, a + 1 */
+    if (!q || !in || !flag) {
         free(q);
         free(in);
+        free(flag);
         csm_grid_free(&g);
         goto oom;
     }
-    for (int32_t a = 0; a < probes[0]; a++) {
-        int32_t m = 0;
+    if (area)
+        for (int64_t k = 0; k < 3 * (int64_t)n; k++) area[k] = 0.0;
+    for (int32_t a = -1; a < probes[0]; a++) {
+        memmove(flag, flag + slab, 2 * slab); /* the slab a + 1 is tested next */
+        unsigned char *next = flag + 2 * slab;
+        memset(next, 0, slab);
+        if (a + 1 < probes[0]) {
+            int32_t m = 0;
+            double x = -sh->half[0] + (a + 1.5) * step[0];
+            for (int32_t b = 0; b < probes[1]; b++)
+                for (int32_t c = 0; c < probes[2]; c++) {
+                    double y = -sh->half[1] + (b + 0.5) * step[1], z = -sh->half[2] + (c + 0.5) * step[2];
+                    if (grid) {
+                        int32_t la = lattice_index(x, h, cnt[0]), lb = lattice_index(y, h, cnt[1]),
+                                lc = lattice_index(z, h, cnt[2]);
+                        if (la >= 0 && lb >= 0 && lc >= 0 && state[((size_t)la * cnt[1] + lb) * cnt[2] + lc] == 2) {
+                            next[(size_t)b * probes[2] + c] = 2; /* in an interior particle's cube, counted already */
+                            continue;
+                        }
+                    }
+                    q[3 * m] = x;
+                    q[3 * m + 1] = y;
+                    q[3 * m + 2] = z;
+                    m++;
+                }
+            if (o->shape_type == CSM_SHAPE_MESH) mesh_inside_all(sh, q, m, in);
+            else
+                for (int32_t k = 0; k < m; k++) in[k] = (unsigned char)csm_shape_inside(sh, &q[3 * k]);
+            for (size_t k = 0, t = 0; k < slab; k++)
+                if (next[k] != 2) next[k] = in[t++] ? 1 : 0;
+        }
+        if (a < 0) continue;
+        const unsigned char *prev = flag, *cur = flag + slab;
         double x = -sh->half[0] + (a + 0.5) * step[0];
         for (int32_t b = 0; b < probes[1]; b++)
             for (int32_t c = 0; c < probes[2]; c++) {
-                double y = -sh->half[1] + (b + 0.5) * step[1], z = -sh->half[2] + (c + 0.5) * step[2];
-                if (grid) {
-                    int32_t la = lattice_index(x, h, cnt[0]), lb = lattice_index(y, h, cnt[1]),
-                            lc = lattice_index(z, h, cnt[2]);
-                    if (la >= 0 && lb >= 0 && lc >= 0 && state[((size_t)la * cnt[1] + lb) * cnt[2] + lc] == 2)
-                        continue; /* in an interior particle's cube, counted already */
+                size_t k = (size_t)b * probes[2] + c;
+                if (cur[k] != 1) continue;
+                double p[3] = {x, -sh->half[1] + (b + 0.5) * step[1], -sh->half[2] + (c + 0.5) * step[2]};
+                int32_t j = nearest_point(&g, pts, p);
+                if (j < 0) continue;
+                vol[j] += dv;
+                if (!area) continue;
+                /* the probe cell's faces towards an outside neighbour: the surface's vector area in
+                   staircase form, whose sum over a patch is the patch's own (it depends only on the
+                   patch's rim) */
+                int outside[6] = {
+                    a == 0 || !prev[k], a + 1 == probes[0] || !flag[2 * slab + k],
+                    b == 0 || !cur[k - probes[2]], b + 1 == probes[1] || !cur[k + probes[2]],
+                    c == 0 || !cur[k - 1], c + 1 == probes[2] || !cur[k + 1],
+                };
+                for (int d = 0; d < 3; d++) {
+                    double face = step[(d + 1) % 3] * step[(d + 2) % 3];
+                    area[3 * j + d] += face * (outside[2 * d + 1] - outside[2 * d]);
                 }
-                q[3 * m] = x;
-                q[3 * m + 1] = y;
-                q[3 * m + 2] = z;
-                m++;
             }
-        if (o->shape_type == CSM_SHAPE_MESH) mesh_inside_all(sh, q, m, in);
-        else
-            for (int32_t k = 0; k < m; k++) in[k] = (unsigned char)csm_shape_inside(sh, &q[3 * k]);
-        for (int32_t k = 0; k < m; k++) {
-            if (!in[k]) continue;
-            int32_t j = nearest_point(&g, pts, &q[3 * k]);
-            if (j >= 0) vol[j] += dv;
-        }
     }
     free(q);
     free(in);
+    free(flag);
     csm_grid_free(&g);
     free(state);
     free(at);

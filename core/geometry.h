@@ -38,8 +38,11 @@ int csm_shape_same_mesh(const csm_object_cfg *a, const csm_object_cfg *b);
    grid, a particle with all 26 neighbours owns its cube h^3 without probes). A grid's particles
    on a box's faces, edges and corners get 1/2, 1/4 and 1/8 of a cell: the trapezoid rule, under
    which the particles integrate the box's volume exactly and its second moments to O(h^2)
-   instead of the (n + 2) / n of equal masses. -1 when out of memory. */
-int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol);
+   instead of the (n + 2) / n of equal masses. With area not NULL (3 n), each point's share of the
+   surface as a vector, the integral of the outward normal over the surface within its cell (the
+   probe cells' faces that look outside; the particle's b_i of the divergence theorem: a face
+   particle of a box gets its area, the trapezoid rule's). -1 when out of memory. */
+int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area);
 
 /* Bridson's Poisson-disk sampling of the box [-half, half] at spacing r, with `attempts`
    candidates per active sample, from the random stream (seed, stream): the points (malloc'd,

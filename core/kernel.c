@@ -352,12 +352,14 @@ static void fit_end(const csm_world *w, csm_clusters *C, const double *x, int32_
         if (w->fit_energy && csm_elastic_on(w)) {
             /* the goals whose springs give the continuum energy's gradient (elastic.c) */
             double k = csm_elastic_stiffness(w, w->spring_modulus, c);
-            csm_elastic_cluster(w, c, x, NULL, f->com, R, Fp, w->spring_modulus, k, T, &C->Q[18 * c], NULL);
+            csm_elastic_cluster(w, c, x, NULL, f->com, R, Fp, w->spring_modulus, k, T, &C->Q[18 * c],
+                                C->S ? &C->S[9 * c] : NULL, NULL);
         } else if (w->mode == CSM_MODE_QUADRATIC) {
             csm_mode_quadratic(w->beta, C, x, f->com, c);
         } else {
             memset(&C->Q[18 * c], 0, 18 * sizeof *C->Q);
         }
+        if (C->S && !(w->fit_energy && csm_elastic_on(w))) memset(&C->S[9 * c], 0, 9 * sizeof *C->S);
     }
     memcpy(&C->com[3 * c], f->com, sizeof f->com);
 }
@@ -1090,7 +1092,7 @@ double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f,
         double R[9], dot = 0;
         if (stored_rotation(w, f->F, f->Axr, Fp, q, R)) return NAN;
         double k = modulus_stiffness(w, w->spring_modulus, c, Fp), kc = csm_spring_stiffness(w, c, Fp, h);
-        double e = csm_elastic_cluster(w, c, f->x, f->v, f->com, R, Fp, w->spring_modulus, k, NULL, NULL,
+        double e = csm_elastic_cluster(w, c, f->x, f->v, f->com, R, Fp, w->spring_modulus, k, NULL, NULL, NULL,
                                        w->spring_capped ? &dot : NULL);
         double scale = k > 0 ? kc / k : 0.0;
         *lag = w->spring_capped ? 0.5 * h * kc * dot : 0.0;

@@ -142,6 +142,12 @@ static inline void csm_membership_goal(const csm_clusters *C, int32_t j, double 
             g[1] += Q[6 + a] * t;
             g[2] += Q[12 + a] * t;
         }
+        if (C->eta && C->eta_epoch == C->epoch) { /* the consistent gradient's term (elastic.c) */
+            const double *S = &C->S[9 * C->mcluster[j]], *e = &C->eta[3 * j];
+            g[0] += S[0] * e[0] + S[1] * e[1] + S[2] * e[2];
+            g[1] += S[3] * e[0] + S[4] * e[1] + S[5] * e[2];
+            g[2] += S[6] * e[0] + S[7] * e[1] + S[8] * e[2];
+        }
     }
 }
 

@@ -2,6 +2,8 @@
    quadratic (solver.mode), blended with the rigid goals by beta. The fit itself is in kernel.c. */
 #include "modes.h"
 
+#include "elastic.h"
+
 #include "csm_math.h"
 
 #include <math.h>
@@ -57,6 +59,12 @@ void csm_mode_ready(csm_world *w)
     if (quadratic && !C->Q && csm_clusters_quadratic(C)) {
         /* once per clustering; the only allocation a fit may make */
         fprintf(stderr, "csm: out of memory for the quadratic fit of %d clusters\n", C->k);
+        abort();
+    }
+    /* the continuum energy's consistent gradients, once per clustering (elastic.c) */
+    if (csm_elastic_on(w) && w->gradient == CSM_GRADIENT_CONSISTENT && w->boundary &&
+        (!C->eta || C->eta_epoch != C->epoch) && csm_elastic_consistent(w)) {
+        fprintf(stderr, "csm: out of memory for the consistent gradients of %d clusters\n", C->k);
         abort();
     }
 }

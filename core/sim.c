@@ -129,10 +129,14 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->bulk_modulus = cfg->bulk_modulus;
     w->energy = cfg->energy;
     w->stabilization = cfg->stabilization;
+    w->gradient = cfg->gradient;
     const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha"), *mu = csm_cfg_value(&cfg->integrator, "modulus");
     w->spring_alpha = alpha ? alpha->num : 0.0;
     w->spring_modulus = mu ? mu->num : 0.0;
     w->spring_capped = alpha != NULL; /* the explicit integrators clamp alpha_c = h^2 k_c at 1 */
+
+    /* the surface areas of the particles, for the continuum energy's consistent gradients (elastic.c) */
+    int consistent = w->energy == CSM_ENERGY_CONTINUUM && w->gradient == CSM_GRADIENT_CONSISTENT && w->spring_modulus > 0;
 
     /* Sample every object first to know n. */
     double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
@@ -172,10 +176,11 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         volumes[k] = shapes[k].volume;
         if (!rc) rc = csm_sample_shape(&shapes[k], k, cfg->seed, &pts[k], &counts[k], &w->object_spacing[k], err);
         const csm_object_cfg *ok = &cfg->objects[k];
-        if (!rc && ok->shape_type != CSM_SHAPE_POINTS &&
-            ((const csm_sampling_params *)csm_cfg_params(&ok->sampling))->mass == CSM_MASS_VOLUME) {
-            shares[k] = malloc(sizeof *shares[k] * (size_t)counts[k]);
-            if (!shares[k] || csm_sample_volumes(&shapes[k], pts[k], counts[k], w->object_spacing[k], shares[k]))
+        int by_volume = ((const csm_sampling_params *)csm_cfg_params(&ok->sampling))->mass == CSM_MASS_VOLUME;
+        if (!rc && ok->shape_type != CSM_SHAPE_POINTS && (by_volume || consistent)) {
+            shares[k] = malloc(sizeof *shares[k] * 4 * (size_t)counts[k]); /* the volumes, then the areas */
+            if (!shares[k] || csm_sample_volumes(&shapes[k], pts[k], counts[k], w->object_spacing[k], shares[k],
+                                                 shares[k] + counts[k]))
                 rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the volumes of objects[%d]'s particles", k);
         }
         if (last[from] == k) {
@@ -199,11 +204,19 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     if (!rc && csm_particles_alloc(&w->P, (int32_t)n)) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %lld particles", (long long)n);
     w->nobjects = cfg->nobjects;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
-        place_object(&cfg->objects[k], pts[k], shares[k], counts[k], volumes[k], &w->P, w->object_first[k], k);
+        int by_volume = ((const csm_sampling_params *)csm_cfg_params(&cfg->objects[k].sampling))->mass == CSM_MASS_VOLUME;
+        place_object(&cfg->objects[k], pts[k], by_volume ? shares[k] : NULL, counts[k], volumes[k], &w->P,
+                     w->object_first[k], k);
         double total = 0;
         for (int32_t i = w->object_first[k]; i < w->object_first[k + 1]; i++) total += w->P.mass[i];
         w->object_density[k] = volumes[k] > 0 ? total / volumes[k] : 0.0;
     }
+    w->boundary = consistent ? malloc(sizeof *w->boundary * 3 * (size_t)(w->P.n > 0 ? w->P.n : 1)) : NULL;
+    if (consistent && !w->boundary) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %d particles", w->P.n);
+    for (int k = 0; k < cfg->nobjects && !rc && consistent; k++)
+        for (int32_t i = 0; i < counts[k]; i++)
+            for (int d = 0; d < 3; d++)
+                w->boundary[3 * (w->object_first[k] + i) + d] = shares[k] ? shares[k][counts[k] + 3 * i + d] : NAN;
     for (int k = 0; k < cfg->nobjects; k++) {
         free(pts[k]);
         free(shares[k]);
@@ -326,6 +339,7 @@ void csm_sim_destroy(csm_sim *sim)
     csm_report_free(&sim->report);
     free(sim->w.object_first);
     free(sim->w.object_spacing);
+    free(sim->w.boundary);
     free(sim->w.object_density);
     free(sim->w.object_modulus);
     memset(sim, 0, sizeof *sim);
@@ -625,7 +639,7 @@ static void elastic_parts(csm_sim *sim, csm_diag *d)
         for (int32_t c = 0; c < C->k; c++) {
             double k = csm_modulus_stiffness(w, w->spring_modulus, c);
             double e = csm_elastic_cluster(w, c, P->x, P->v, &C->com[3 * c], &C->R[9 * c], &C->Fp[9 * c],
-                                           w->spring_modulus, k, NULL, NULL, &dot[c]);
+                                           w->spring_modulus, k, NULL, NULL, NULL, &dot[c]);
             dist[c] = k > 0 ? 2.0 * e / k : 0.0;
             if (!(k > 0)) dot[c] = 0.0;
         }

@@ -150,6 +150,9 @@ void csm_clusters_free(csm_clusters *c)
     for (int i = 0; i < na; i++) free(*a[i].ptr);
     free(c->offset);
     free(c->poff);
+    free(c->eta);
+    free(c->S);
+    free(c->ecorr);
     csm_cluster_blocks_free(c->blocks);
     memset(c, 0, sizeof *c);
 }

@@ -66,6 +66,11 @@ typedef struct csm_clusters {
     double *Q;            /* [18k] 3x6 quadratic part of the goal transform from the last fit */
     double *ebound;       /* [k] largest eigenvalue of A~_qq^-1 Gamma, Gamma = sum w m J J^T with J = dq~/dp
                              (1/m^2): bounds the continuum energy's stiffness per unit mass (elastic.c) */
+    /* the continuum energy's consistent gradients (elastic.c, csm_elastic_consistent; NULL otherwise) */
+    double *eta;          /* [3m] each membership's correction of its cluster's mean gradient, over w_ic m_i */
+    double *S;            /* [9k] -Sigma-bar / (s k) of the last fit: the goals gain S eta_ic */
+    double *ecorr;        /* [k] M_c sum_i w m |eta_ic|^2: the correction's share of the stiffness bound */
+    uint64_t eta_epoch;   /* the epoch eta was solved for */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
     double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */
     /* the members of CSM_LANES clusters side by side, for the fits' sums (kernel.c; NULL until the first
@@ -226,6 +231,7 @@ enum { CSM_VOLUME_AUTO, CSM_VOLUME_COUPLED, CSM_VOLUME_SPLIT };
 /* solver.energy: what the clusters of a modulus store (elastic.c): the continuum's strain energy of
    their quadratic fit, or the papers' shape-matching springs 1/2 k sum w m |x - g|^2. */
 enum { CSM_ENERGY_CONTINUUM, CSM_ENERGY_GOALS };
+enum { CSM_GRADIENT_CONSISTENT, CSM_GRADIENT_FIT };
 /* solver.lanes: whose sums share a vector in a fit (kernel.c). MEMBERS: 8 members of one cluster,
    summed across the lanes at the end; CLUSTERS: one cluster per lane, its members summed in order;
    AUTO: CLUSTERS for blocks of small clusters of about equal size, MEMBERS otherwise. */
@@ -239,6 +245,7 @@ typedef struct csm_world {
     int32_t *object_first;       /* [nobjects+1] particle ranges */
     double *object_spacing;      /* [nobjects] sampling spacing used (chosen for a `particles` target) */
     double *object_density;      /* [nobjects] mass / volume (0 for a points shape, which has no volume) */
+    double *boundary;            /* [3n] each particle's share of its object's surface, the vector area b_i (NaN: unknown) */
     double *object_modulus;      /* [nobjects] shear modulus (Pa) of each object's material, in place of the
                                     integrator's (objects[].modulus; 0 or NULL: the integrator's) */
     /* The objects the plasticity model now running acts on: NULL (all), or [nobjects] flags.
@@ -256,6 +263,7 @@ typedef struct csm_world {
     int volume;                  /* CSM_VOLUME_COUPLED or CSM_VOLUME_SPLIT (solver.volume, resolved) */
     double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (kernel.c) */
     int energy;                  /* CSM_ENERGY_*: what a modulus's clusters store (solver.energy, elastic.c) */
+    int gradient;                /* CSM_GRADIENT_*: the continuum energy's gradients corrected (solver.gradient) */
     double stabilization;        /* theta: the continuum energy's spring on what its fit cannot follow, as a
                                     share of the stiffness bound k_c (solver.stabilization, elastic.c) */
     int fit_energy;              /* set by an integrator while its fits are to give the elastic energy's goals

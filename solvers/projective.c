@@ -238,7 +238,7 @@ static double objective(pd *s, csm_world *w, const double *x, double h)
     if (csm_elastic_on(w)) { /* the continuum energy itself */
         for (int32_t c = 0; c < C->k; c++)
             elastic += 2.0 * csm_elastic_cluster(w, c, x, NULL, &C->com[3 * c], &C->R[9 * c], &C->Fp[9 * c], s->modulus,
-                                                 s->kc[c], NULL, NULL, NULL);
+                                                 s->kc[c], NULL, NULL, NULL, NULL);
         return 0.5 * inertia / (h * h) + 0.5 * elastic;
     }
     for (int32_t j = 0; j < C->m; j++) {

@@ -328,7 +328,7 @@ static void check_against_reference(csm_world *w, const csm_goal_pass *pass, con
         for (int32_t j = lo; j < hi; j++) {
             const double *x = &w->P.x[3 * C->member[j]], *p = &C->p[3 * j];
             long double d[3], len = 0, *cc = &corr[3 * (j - lo)];
-            double gq[3];
+            double gq[3] = {0, 0, 0};
             if (C->Q) csm_membership_goal(C, j, gq); /* + Q (q2(p) - qmean), in double */
             for (int a = 0; a < 3; a++) {
                 long double g = fc[a];

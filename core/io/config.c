@@ -196,11 +196,17 @@ const csm_param_spec csm_solver_common_params[] = {
                "quadratic fit, with Lame lambda from bulk_modulus or poisson, plus a spring on what the fit cannot "
                "follow; experiments/validation/ measures how close it comes to the material) or goals (the papers' springs "
                "1/2 k_c sum w m |x - g|^2 towards rigid goals, exact only under uniform strain of a round cluster)"),
-    CSM_P_REAL(csm_config, stabilization, 1, 1e-6, 1,
+    CSM_P_REAL(csm_config, stabilization, 0.1, 1e-6, 1,
                "with energy continuum: the stiffness of the spring on what a cluster's quadratic fit cannot follow, as "
-               "a share theta of the shear term's stiffness bound (no motion is free of energy; a uniform load strains "
-               "it too, so below 1 the body is softer than its material; a smooth field's cubic part pays it, which "
-               "vanishes as the clusters shrink)"),
+               "a share theta of the shear term's stiffness bound (no motion is free of energy; a smooth field's cubic "
+               "part pays it too, which stiffens a coarse body in bending and vanishes as the clusters shrink; with "
+               "gradient fit a uniform load strains it as well, and below 1 the body is softer than its material)"),
+    CSM_P_ENUM(csm_config, gradient, CSM_GRADIENT_CONSISTENT, "consistent|fit",
+               "with energy continuum: consistent (each membership's share of its cluster's mean gradient corrected "
+               "once per clustering so that the clusters' forces under a uniform stress balance at every particle "
+               "and the surface's take the stress times its area: a uniform strain is exact, the patch test of "
+               "finite elements, after Chen et al. 2013's variationally consistent integration) or fit (the "
+               "quadratic fits' own gradients, whose forces under a uniform stress do not balance inside the body)"),
     CSM_P_REAL(csm_config, young, 0, 0, 1e15,
                "Young's modulus E (Pa): sets the integrator's modulus to mu = E / (2 (1 + nu)) and bulk_modulus to "
                "E / (3 (1 - 2 nu)) (0: give modulus instead)"),
@@ -579,7 +585,8 @@ static int load(const char *path, const char *text, const char *const *overrides
     {
         csm_node *rot = csm_node_get(solver, "rotation");
         static const char *const common[] = {"rotation", "svd",   "mode",  "beta",    "conserve", "volume",
-                                             "bulk_modulus", "energy", "stabilization", "young", "poisson", "lanes", NULL};
+                                             "bulk_modulus", "energy", "stabilization", "gradient", "young", "poisson", "lanes",
+                                             NULL};
         if (csm_section_plugin(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))
             goto fail;

@@ -106,6 +106,7 @@ typedef struct csm_config {
     double bulk_modulus;      /* solver.bulk_modulus (resolved from young and poisson when they are given) */
     int energy;               /* CSM_ENERGY_* (solver.energy) */
     double stabilization;     /* solver.stabilization */
+    int gradient;             /* CSM_GRADIENT_* (solver.gradient) */
     double young, poisson;    /* solver.young (0: not given) and solver.poisson */
     int lanes;                /* CSM_LANES_* (solver.lanes) */
     csm_plugin_cfg *forces, *colliders;
