@@ -23,12 +23,31 @@
    hourglass control of one-point finite elements), s k_c = theta k_mu with theta =
    solver.stabilization and k_mu the stiffness bound of the shear term alone (csm_elastic_share):
        E_c += 1/2 s k_c sum_i w m |r_i|^2 = 1/2 s k_c (S - tr(A~ B^T)),  B = A~_xq, S = sum w m |x - xbar|^2.
-   Why theta = 1. The clusters' forces under a uniform stress do not balance at an inner particle
-   (the method does not pass the finite elements' patch test), so a uniform load also strains what
-   the fits cannot follow, and the spring decides how much: at theta = 0.1 a bar in tension is 20 %
-   softer than E, at theta = 1 3 % (experiments/validation/). The same spring stiffens a bent
-   cluster's cubic residual, which vanishes as the clusters shrink; the lambda term would stiffen
-   it further and is left out of it.
+   Consistent gradients (solver.gradient: consistent, the default). The forces of the energy above
+   under a uniform stress P are -P a_i at particle i, a_i = sum_c V_c w_ic m_i [I 0] A~_qq^-1 q~_ic,
+   and a_i is not zero inside the body (the clusters do not tile it as finite elements do): the
+   method fails the finite elements' patch test, and a uniform load strains what the fits cannot
+   follow (a bar in tension came out 4 % softer than E at theta = 1, 20 % at theta = 0.1). So each
+   membership's share of its cluster's mean gradient gains a correction xi_ic, G_i += X_c with
+   X_c = sum_i x_i xi_ic^T, chosen (after Chen, Hillman and Rüter 2013's variationally consistent
+   integration of meshfree methods) so that
+       sum_c V_c (a_ic + xi_ic) = b_i,
+   b_i the particle's share of the surface as a vector (the integral of the outward normal over
+   its cell's part of the surface, csm_sample_volumes; 0 inside): the divergence theorem, which
+   makes a uniform strain an equilibrium whose surface forces are P b_i. xi_ic is orthogonal to the
+   cluster's basis (1, q~) over its members, so X_c sees only the residual, a quadratic field keeps
+   its energy, the forces still sum to zero per cluster and E_c is still invariant under rotation
+   (momentum and angular momentum). The least xi (in sum_c M_c sum_i |xi_ic|^2 / (w m)) is
+   xi_ic = V_c w m_i / M_c (lam_i - fit_c(lam)(p_ic)), lam solving K lam = b - a,
+   (K lam)_i = sum_c V_c^2 / M_c w m_i (lam_i - fit_c(lam)(p_ic)), by conjugate gradients once per
+   clustering (csm_elastic_consistent). Its gradient adds Sigma-bar xi_j, Sigma-bar = sum_i v_i P_i,
+   to dE / dx_j, and the goals g^_j gain S eta_j, S = -Sigma-bar / (s k_c), eta_j = xi_j / (w m_j).
+   Why theta = 0.1. The spring on the residual keeps every motion from being free of energy (the
+   hourglass control of one-point finite elements); it also stiffens a bent cluster's cubic
+   residual, which vanishes as the clusters shrink but not at five particles through a beam
+   (theta = 1: 0.82 of CalculiX's cantilever deflection, 0.1: 0.92, 0.03: 0.98 with a section
+   shape that is no longer smooth in the swing). With gradient fit, theta = 1 hides part of the
+   patch test's failure (a uniform load strains the residual, which the spring then holds).
    A uniform strain stores mu V_c |eps|^2 + lambda / 2 V_c (tr eps)^2 in any cluster, round or cut;
    a quadratic field (bending, torsion) stores its continuum energy exactly; the residual of a
    smooth field is cubic and its energy vanishes as the clusters shrink. Poisson's ratio comes
