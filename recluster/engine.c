@@ -19,9 +19,16 @@ double csm_rc_fade_factor(const csm_rc_engine *e, int32_t state, int32_t fade)
 
 int csm_rc_engine_create(const csm_plugin_cfg *cfg, const csm_world *w, csm_rc_engine **out, csm_error *err)
 {
+    const csm_rc_common_params *p = csm_cfg_params(cfg); /* the first member of every engine table's struct */
+    if (p->fade_in >= p->fade_out) { /* an added cluster comes to full weight before the one it replaces is gone */
+        const csm_value *v = csm_cfg_value(cfg, "fade_in");
+        char at[256];
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: recluster.fade_in = %d must be fewer than fade_out = %d",
+                        csm_cfg_where(cfg->src, v && v->line ? v->line : cfg->line, at, sizeof at), p->fade_in,
+                        p->fade_out);
+    }
     csm_rc_engine *e = calloc(1, sizeof *e);
     if (!e) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
-    const csm_rc_common_params *p = csm_cfg_params(cfg); /* the first member of every engine table's struct */
     e->cond_max = p->cond_max;
     e->fade_out = p->fade_out;
     e->fade_in = p->fade_in;

@@ -205,6 +205,9 @@ static void test_values(void **state)
     EXPECT("objects: !!seq\n  - shape: {type: box}\n", "@:1: YAML tag '!!seq'");
     EXPECT("time: {frames: 2.5}\nobjects:\n  - shape: {type: box}\n", "@:1: time.frames = 2.5 must be an integer");
     EXPECT("time: {dt: 0}\nobjects:\n  - shape: {type: box}\n", "time.dt = 0 is outside");
+    /* an integer the double it parses to cannot hold is refused, not rounded to its neighbour */
+    EXPECT("seed: 9007199254740993\nobjects:\n  - shape: {type: box}\n",
+           "@:1: seed = 9007199254740993 is not exactly an integer csm can hold (at most 2^53 = 9007199254740992)");
     EXPECT("objects:\n  - shape: {type: box, size: [1, 1]}\n", "@:2: objects[0].shape.size must be a list of three numbers");
     EXPECT("objects:\n  - shape: {type: blob}\n", "objects[0].shape.type = 'blob' is not one of: box, sphere, cylinder, torus, points");
     EXPECT("objects:\n  - shape: {type: box}\n    deform: [[1, 0], [0, 1]]\n", "objects[0].deform must be a 3x3 matrix");
@@ -256,6 +259,8 @@ static void test_simulation_errors(void **state)
                      ":4: compress: object = 1, but the config has 1 object(s)");
     expect_sim_error("objects:\n  - shape: {type: box}\nforces:\n  - {type: twist, axis: [0, 0, 0]}\n",
                      ":4: twist: axis must not be zero");
+    expect_sim_error("objects:\n  - shape: {type: box}\nrecluster:\n  method: embedded\n  fade_out: 5\n  fade_in: 5\n",
+                     ":6: recluster.fade_in = 5 must be fewer than fade_out = 5");
 }
 
 static void test_overrides(void **state)

@@ -140,6 +140,13 @@ int csm_param_parse(const csm_node *n, const char *path, const csm_param_spec *s
         if (parse_number(n, path, s, &v->num, err)) return -1;
         if (v->num != floor(v->num) || strpbrk(n->text, ".eE"))
             FAIL_AT(err, n, "%s = %s must be an integer", path, n->text);
+        /* the text's own value, not the double it rounds to: above 2^53 neighbours share one */
+        errno = 0;
+        char *end;
+        long long exact = strtoll(n->text, &end, 10);
+        if (errno == ERANGE || *end || (double)exact != v->num || exact > (1LL << 53) || exact < -(1LL << 53))
+            FAIL_AT(err, n, "%s = %s is not exactly an integer csm can hold (at most 2^53 = 9007199254740992)", path,
+                    n->text);
         return 0;
     }
     case CSM_BOOL:
