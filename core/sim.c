@@ -556,12 +556,28 @@ static int check_state(const csm_sim *sim, csm_error *err)
             return csm_fail(err, CSM_EXIT_FAILURE,
                             "non-finite %s of particle %d at frame %d (t = %g s): the step is unstable",
                             isfinite(x[0] + x[1] + x[2]) ? "velocity" : "position", i, frame, sim->w.time);
-        double s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        double s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2], r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+        /* finite but past what the diagnostics can square: its kinetic energy, its moment about the
+           origin would log as infinite */
+        if (!isfinite(P->mass[i] * s2) || !isfinite(P->mass[i] * r2))
+            return csm_fail(err, CSM_EXIT_FAILURE,
+                            "the %s of particle %d (%.3g) overflows its energy at frame %d (t = %g s): the step is "
+                            "unstable", isfinite(P->mass[i] * s2) ? "position" : "speed", i,
+                            isfinite(P->mass[i] * s2) ? fmax(fabs(x[0]), fmax(fabs(x[1]), fabs(x[2])))
+                                                      : fmax(fabs(v[0]), fmax(fabs(v[1]), fabs(v[2]))),
+                            frame, sim->w.time);
         if (vmax > 0 && s2 > v2max)
             return csm_fail(err, CSM_EXIT_FAILURE,
                             "particle %d moves at %.4g m/s, beyond time.max_speed = %g, at frame %d (t = %g s): the "
                             "step is unstable", i, sqrt(s2), vmax, frame, sim->w.time);
     }
+    /* the budget's sums: a force's power over a body far gone overflows before its speed does */
+    double budget = sim->work_external;
+    for (int k = 0; k < CSM_DISSIPATED_N; k++) budget += sim->report.dissipated[k];
+    if (!isfinite(budget))
+        return csm_fail(err, CSM_EXIT_FAILURE,
+                        "the work done on the bodies or the energy they dissipated overflows at frame %d (t = %g s): "
+                        "the step is unstable", frame, sim->w.time);
     for (int32_t c = 0; c < C->k; c++) {
         double sum = 0;
         for (int a = 0; a < 9; a++) sum += C->R[9 * c + a] + C->Fp[9 * c + a];
