@@ -90,7 +90,9 @@ int csm_log_versions(csm_log *log, const csm_clusters *C)
     return rc | version_append(log, &log->members, seg, csm_log_member_segments(C, seg), (int64_t)C->k + 1, C->m);
 }
 
-/* Events written up to and including frame `frame`. */
+/* Events written up to and including frame `frame`: the rows from the first, in order, while their
+   frames are at least 1 and do not fall (a write that failed after the dataset grew leaves rows of
+   zeros, frame 0, which no event has: reclustering runs after a step). */
 static hsize_t events_up_to(hid_t events, int32_t frame)
 {
     hsize_t rows = csm_h5_rows(events);
@@ -101,7 +103,7 @@ static hsize_t events_up_to(hid_t events, int32_t frame)
     H5Tinsert(t, "frame", 0, H5T_NATIVE_INT32);
     hsize_t keep = 0;
     if (H5Dread(events, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, f) >= 0)
-        while (keep < rows && f[keep] <= frame) keep++;
+        while (keep < rows && f[keep] <= frame && f[keep] >= (keep ? f[keep - 1] : 1)) keep++;
     H5Tclose(t);
     free(f);
     return keep;

@@ -126,21 +126,29 @@ static void print_recluster(hid_t f)
     hid_t space = H5Dget_space(d);
     hssize_t rows = H5Sget_simple_extent_npoints(space);
     H5Sclose(space);
-    typedef struct { char kind[8]; int32_t capped; } row;
+    typedef struct { int32_t frame; char kind[8]; int32_t capped; } row;
     row *r = rows > 0 ? calloc((size_t)rows, sizeof *r) : NULL;
     hid_t kind = H5Tcopy(H5T_C_S1);
     H5Tset_size(kind, sizeof r->kind);
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(row));
+    H5Tinsert(t, "frame", HOFFSET(row, frame), H5T_NATIVE_INT32);
     H5Tinsert(t, "kind", HOFFSET(row, kind), kind);
     H5Tinsert(t, "embedding_capped", HOFFSET(row, capped), H5T_NATIVE_INT32);
     if (r && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) >= 0) {
-        int64_t added = 0, capped = 0;
-        for (hssize_t e = 0; e < rows; e++) {
-            added += strcmp(r[e].kind, "added") == 0;
-            capped += r[e].capped != 0;
+        /* the rows in order while their frames are at least 1 and do not fall: a failed write leaves
+           rows of zeros behind them (a resume cuts them) */
+        int64_t added = 0, removed = 0, capped = 0, written = 0;
+        while (written < rows && r[written].frame >= (written ? r[written - 1].frame : 1)) {
+            added += strcmp(r[written].kind, "added") == 0;
+            removed += strcmp(r[written].kind, "removed") == 0;
+            capped += r[written].capped != 0;
+            written++;
         }
         printf("  %-14s %lld clusters removed, %lld added; %lld embeddings stopped at their iteration cap\n",
-               "reclustering", (long long)(rows - added), (long long)added, (long long)capped);
+               "reclustering", (long long)removed, (long long)added, (long long)capped);
+        if (written < rows)
+            printf("  %-14s %lld rows after them were never written (the run stopped in a failed write)\n", "",
+                   (long long)(rows - written));
     }
     H5Tclose(t);
     H5Tclose(kind);

@@ -156,7 +156,12 @@ class Log:
         if "recluster/events" not in self.file:
             return np.zeros(0)
         rows = self.file["recluster/events"][()]
-        return rows
+        # the rows in order while their frames are at least 1 and do not fall: a write that failed
+        # after the dataset grew leaves rows of zeros behind them (a resume cuts them)
+        frames = rows["frame"] if len(rows) else np.zeros(0, dtype=np.int64)
+        ok = (frames >= 1) & (frames >= np.concatenate(([1], frames[:-1])))
+        bad = np.flatnonzero(~ok)
+        return rows[: bad[0]] if len(bad) else rows
 
     def units(self, dataset):
         return _text(self.file[dataset].attrs.get("units", ""))
