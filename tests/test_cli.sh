@@ -69,6 +69,9 @@ expect 0 "sidecar: $tmp/sub/dir/ok.xmf" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/su
 expect 0 "status +ok" -- "$csm" info "$tmp/sub/dir/ok.h5"
 expect 0 "frames +4 " -- "$csm" info "$tmp/sub/dir/ok.h5"
 expect 2 "not an HDF5 file" -- "$csm" info "$tmp/ok.yaml"
+expect 2 "nothing.h5: no such file" -- "$csm" info "$tmp/nothing.h5"
+expect 2 ": a folder, not a log" -- "$csm" info "$tmp"
+expect 2 "nothing.h5: no such file" -- "$csm" run --resume "$tmp/nothing.h5"
 # every shipped config validates (test_config checks that their resolved configs load again)
 for c in "$root"/experiments/configs/*.yaml; do
     expect 0 "is valid" -- "$csm" check "$c"

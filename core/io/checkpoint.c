@@ -5,9 +5,12 @@
 #include "kernel.h"
 #include "lock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
 int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, version_segment *s)
 {
     hsize_t k = (hsize_t)C->k, m = (hsize_t)C->m;
@@ -368,11 +371,29 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     return 0;
 }
 
+const char *csm_log_not_a_log(const char *path, char *buf, int size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(buf, (size_t)size, "%s", errno == ENOENT ? "no such file" : strerror(errno));
+        return buf;
+    }
+    if (S_ISDIR(st.st_mode)) return "a folder, not a log";
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(buf, (size_t)size, "cannot be read (%s)", strerror(errno));
+        return buf;
+    }
+    fclose(fp);
+    return "not an HDF5 file";
+}
+
 int csm_log_read_config(const char *path, char **config, char **name, csm_error *err)
 {
     *config = *name = NULL;
     hid_t f = csm_log_open_untouched(path); /* a resume checks for room before anything is written */
-    if (f < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not an HDF5 file (or unreadable)", path);
+    char why[160];
+    if (f < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s", path, csm_log_not_a_log(path, why, sizeof why));
     *config = csm_log_string_attr_dup(f, "config");
     *name = csm_log_string_attr_dup(f, "config_file");
     H5Fclose(f);

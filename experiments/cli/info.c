@@ -200,7 +200,8 @@ int csm_cmd_info(int argc, char **argv)
     const char *path = argv[1];
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (H5Fis_hdf5(path) <= 0) {
-        fprintf(stderr, "csm: %s: not an HDF5 file (or unreadable)\n", path);
+        char why[160];
+        fprintf(stderr, "csm: %s: %s\n", path, csm_log_not_a_log(path, why, sizeof why));
         return 2;
     }
     char note[512];

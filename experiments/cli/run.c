@@ -366,8 +366,9 @@ int csm_cmd_check(int argc, char **argv)
         fprintf(stderr, "; the config above is the base run\n");
     }
     report_gains(&cfg, &sim, 1);
-    fprintf(stderr, "csm: %s is valid: %d objects, %d particles, %d clusters, %d memberships\n", a.config,
-            cfg.nobjects, sim.w.P.n, sim.w.C.k, sim.w.C.m);
+    fprintf(stderr, "csm: %s is valid: %d object%s, %d particle%s, %d cluster%s, %d membership%s\n", a.config,
+            cfg.nobjects, cfg.nobjects == 1 ? "" : "s", sim.w.P.n, sim.w.P.n == 1 ? "" : "s", sim.w.C.k,
+            sim.w.C.k == 1 ? "" : "s", sim.w.C.m, sim.w.C.m == 1 ? "" : "s");
     csm_sim_destroy(&sim);
     csm_config_free(&cfg);
     return 0;

@@ -343,8 +343,8 @@ static int execute(sweep *s, int *selected, int nsel)
         if (log_is_ok(s, &s->runs[selected[k]])) skipped++;
         else todo[ntodo++] = selected[k];
     }
-    fprintf(stderr, "csm: sweep %s: %d runs%s, %d to run (%d already ok), %d at a time, %d thread%s each -> %s\n",
-            s->base.name, nsel, s->a.shard_n > 1 ? " in this shard" : "", ntodo, skipped, s->a.jobs, s->a.threads,
+    fprintf(stderr, "csm: sweep %s: %d run%s%s, %d to run (%d already ok), %d at a time, %d thread%s each -> %s\n",
+            s->base.name, nsel, nsel == 1 ? "" : "s", s->a.shard_n > 1 ? " in this shard" : "", ntodo, skipped, s->a.jobs, s->a.threads,
             s->a.threads > 1 ? "s" : "", s->dir);
     if (write_index(s, &err)) fprintf(stderr, "csm: %s\n", err.msg);
     int forwarded = 0;
