@@ -40,6 +40,21 @@ static int writer_state(hid_t f, char *host, size_t size)
     return got && strncmp(comm, "csm", 3) ? WRITER_GONE : WRITER_LIVE;
 }
 
+/* A reader in SWMR mode retries a metadata read whose checksum fails, as a writer may be between
+   two writes; HDF5 tries up to 100 times, backing off, which on a corrupted log is a quarter of an
+   hour at 0 % CPU. A few tries cover a live writer's window; then the open fails and says so. */
+enum { SWMR_READ_ATTEMPTS = 10 };
+
+static hid_t swmr_open(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return -1;
+    H5Pset_metadata_read_attempts(fapl, SWMR_READ_ATTEMPTS);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    H5Pclose(fapl);
+    return f;
+}
+
 /* Open for writing, clearing the open-for-writing mark a killed writer left. */
 hid_t csm_log_open_clearing(const char *path)
 {
@@ -92,7 +107,7 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f >= 0) return f;
     /* marked as open for writing: a live run, or one that was killed */
-    f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    f = swmr_open(path);
     if (f < 0) return -1;
     char host[256] = "";
     int writer = writer_state(f, host, sizeof host);
@@ -116,7 +131,7 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
     snprintf(note, (size_t)size, "the run that wrote this log stopped without closing it, and the mark it left "
              "cannot be cleared here (a read-only file, or no room?): HDF5 readers need SWMR mode, h5py "
              "File(path, swmr=True), until h5clear -s clears it");
-    return H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    return swmr_open(path);
 }
 
 int csm_log_status(const char *path, char *status, int size, int64_t *frames)
@@ -145,7 +160,7 @@ hid_t csm_log_open_untouched(const char *path)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (H5Fis_hdf5(path) <= 0) return -1;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    return f >= 0 ? f : H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    return f >= 0 ? f : swmr_open(path);
 }
 
 /* Frames a log holds, read without writing anything (-1: not readable as it stands). */
