@@ -217,6 +217,22 @@ check "zero rows: the reader returns the $n33 written ($nread)" [ "$nread" = "$n
 "$csm" run --resume "$tmp/zeros.h5" --frames 45 >/dev/null 2>&1
 check "zero rows: resumed to 45 = uninterrupted" [ "$(compare "$tmp/bar_linear.h5" "$tmp/zeros.h5")" = same ]
 
+# logs whose datasets disagree in shape: csm info says "corrupt log" and exits 2, the reader raises
+cp "$tmp/bar_linear.h5" "$tmp/long_time.h5"
+"$py" -c "import h5py,sys; t=h5py.File(sys.argv[1],'r+')['frames/time']; t.resize((t.shape[0] + 5,))" "$tmp/long_time.h5"
+"$csm" info "$tmp/long_time.h5" >/dev/null 2>"$tmp/c1.txt"
+rc=$?
+check "a longer /frames/time: csm info exits 2 (got $rc)" [ $rc -eq 2 ]
+check "... and says corrupt log" grep -q "corrupt log: /frames/time holds" "$tmp/c1.txt"
+cp "$tmp/bar_linear.h5" "$tmp/bad_offsets.h5"
+"$py" -c "import h5py,sys; o=h5py.File(sys.argv[1],'r+')['clusters/offsets']; o[-1] = 10**6" "$tmp/bad_offsets.h5"
+"$csm" info "$tmp/bad_offsets.h5" >/dev/null 2>"$tmp/c2.txt"
+rc=$?
+check "offsets past the members: csm info exits 2 (got $rc)" [ $rc -eq 2 ]
+check "... and names the row" grep -q "corrupt log: /clusters/offsets row" "$tmp/c2.txt"
+out=$(PYTHONPATH="$root/python" "$py" -c "import csm,sys; l=csm.open(sys.argv[1]); l.clusters(len(l.time) - 1)" "$tmp/bad_offsets.h5" 2>&1)
+check "... the reader raises, allocating nothing" grep -q "ValueError: corrupt log" <(printf '%s\n' "$out")
+
 # --- what resume refuses ------------------------------------------------------------------
 "$csm" run --resume "$tmp/blow.yaml" >"$tmp/r1.txt" 2>&1
 check "resume of a non-log: exit 2" [ $? -eq 2 ]

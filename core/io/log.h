@@ -48,6 +48,9 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
 
 /* The resolved config a log was written with and the name of its config file (both malloc'd). */
 int csm_log_read_config(const char *path, char **config, char **name, csm_error *err);
+/* Whether the shapes of an open log's datasets agree with each other (frames, times, velocities,
+   the clusters' offsets within their members): 0, or -1 with why filled in. */
+int csm_log_check_shapes(int64_t file, char *why, int size);
 /* Why path cannot be a log, in a few words: "no such file", "a folder, not a log", "cannot be read
    (why)", or "not an HDF5 file" when it is a readable file that HDF5 does not take. */
 const char *csm_log_not_a_log(const char *path, char *buf, int size);

@@ -212,3 +212,59 @@ int csm_log_check_room(const char *path, csm_error *err)
                     "its %lld frames: make room and resume again",
                     path, have, what, want, (long long)(frames > 0 ? frames : 0));
 }
+
+/* The rows of a dataset's first dimension and its rank (-1: absent or unreadable). */
+static int dims_of(hid_t f, const char *name, hsize_t dims[3])
+{
+    dims[0] = dims[1] = dims[2] = 0;
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return -1;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) return -1;
+    hid_t sp = H5Dget_space(d);
+    int rank = H5Sget_simple_extent_ndims(sp);
+    if (rank >= 1 && rank <= 3) H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp);
+    H5Dclose(d);
+    return rank;
+}
+
+int csm_log_check_shapes(int64_t file, char *why, int size)
+{
+    hid_t f = (hid_t)file;
+    hsize_t p[3], t[3], v[3], m[3], o[3];
+    int rp = dims_of(f, "/frames/positions", p);
+    if (rp < 0) return 0; /* not a log with frames: the callers say what they miss */
+    if (rp != 3 || p[2] != 3) {
+        snprintf(why, (size_t)size, "/frames/positions is not (T, n, 3)");
+        return -1;
+    }
+    if (dims_of(f, "/frames/time", t) != 1 || t[0] != p[0]) {
+        snprintf(why, (size_t)size, "/frames/time holds %llu rows, /frames/positions %llu frames",
+                 (unsigned long long)t[0], (unsigned long long)p[0]);
+        return -1;
+    }
+    int rv = dims_of(f, "/frames/velocities", v);
+    if (rv >= 0 && (rv != 3 || v[0] != p[0] || v[1] != p[1] || v[2] != 3)) {
+        snprintf(why, (size_t)size, "/frames/velocities is not the shape of /frames/positions");
+        return -1;
+    }
+    if (dims_of(f, "/clusters/members", m) == 1 && dims_of(f, "/clusters/offsets", o) == 1 && o[0] > 0) {
+        int32_t *off = malloc(sizeof *off * o[0]);
+        hid_t d = H5Dopen2(f, "/clusters/offsets", H5P_DEFAULT);
+        int bad = !off || d < 0 || H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, off) < 0;
+        if (d >= 0) H5Dclose(d);
+        for (hsize_t k = 0; k < o[0] && !bad; k++)
+            if (off[k] < 0 || (hsize_t)off[k] > m[0]) {
+                snprintf(why, (size_t)size, "/clusters/offsets row %llu is %d, outside the %llu rows of /clusters/members",
+                         (unsigned long long)k, off[k], (unsigned long long)m[0]);
+                bad = 2;
+            }
+        free(off);
+        if (bad == 2) return -1;
+        if (bad) {
+            snprintf(why, (size_t)size, "/clusters/offsets cannot be read");
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -52,6 +52,11 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     char note[512];
     hid_t file = csm_log_open_read(h5path, 0, NULL, note, sizeof note);
     if (file < 0) return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot open the log", h5path);
+    char why[512];
+    if (csm_log_check_shapes(file, why, sizeof why)) {
+        H5Fclose(file);
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: corrupt log: %s", h5path, why);
+    }
     hid_t pos = H5Dopen2(file, "/frames/positions", H5P_DEFAULT);
     hid_t tds = H5Dopen2(file, "/frames/time", H5P_DEFAULT);
     if (pos < 0 || tds < 0) {

@@ -217,6 +217,11 @@ int csm_cmd_info(int argc, char **argv)
         return 2;
     }
     char s[4096];
+    if (csm_log_check_shapes(f, s, sizeof s)) {
+        fprintf(stderr, "csm: %s: corrupt log: %s\n", path, s);
+        H5Fclose(f);
+        return 2;
+    }
     printf("%s\n", path);
     if (note[0]) printf("  note: %s\n", note);
     const char *attrs[] = {"name", "status", "csm_version", "git_commit", "integrator", "rotation", "svd",

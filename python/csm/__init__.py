@@ -59,7 +59,12 @@ class Clusters:
         self.Fp = f["clusters/Fp"][a:b]
         self.width = f["clusters/width"][a:b]
         self.stress_alpha = f["clusters/stress_alpha"][a:b]
+        nm = f["clusters/members"].shape[0]
+        if not (0 <= o0 <= o1 <= f["clusters/offsets"].shape[0] and 0 <= m0 <= m1 <= nm):
+            raise ValueError(f"corrupt log: version {v}'s rows lie outside /clusters/offsets or /clusters/members")
         self.offsets = f["clusters/offsets"][o0:o1]
+        if len(self.offsets) and (self.offsets.min() < 0 or self.offsets.max() > m1 - m0 or np.any(np.diff(self.offsets) < 0)):
+            raise ValueError(f"corrupt log: /clusters/offsets of version {v} point outside its {m1 - m0} memberships")
         self.member = f["clusters/members"][m0:m1]
         self.weight = f["clusters/weights"][m0:m1]
         self.cluster = np.repeat(np.arange(self.count), np.diff(self.offsets))
