@@ -105,6 +105,10 @@ expect 2 "sub exists and is not an HDF5 log; --force overwrites only logs" -- "$
 cp "$tmp/ok.yaml" "$tmp/self.yaml"
 expect 2 "self.yaml exists and is not an HDF5 log" -- "$csm" run "$tmp/self.yaml" -o "$tmp/self.yaml" --force
 cmp -s "$tmp/ok.yaml" "$tmp/self.yaml" && pass_ || { fail_ "-o self.yaml --force changed the config"; }
+# an empty file where the log goes (what a log's failed creation leaves) is replaced by --force
+: >"$tmp/empty.h5"
+"$csm" run "$tmp/ok.yaml" -o "$tmp/empty.h5" --force >/dev/null 2>&1 && [ -s "$tmp/empty.h5" ] && pass_ ||
+    fail_ "--force did not replace an empty file"
 # name: is a file name
 printf 'name: ../../x\nobjects:\n  - shape: {type: box, size: [0.2, 0.2, 0.2]}\n    sampling: {spacing: 0.1}\n' >"$tmp/climb.yaml"
 expect 2 "climb.yaml:1: name = '../../x': a run's name becomes a file name" -- "$csm" run "$tmp/climb.yaml"

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 /* One writer per log: the lock beside it, taken before the file is created or touched. */
 int csm_log_lock_take(csm_log *log, const char *path, csm_error *err)
@@ -179,6 +180,10 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     H5Pclose(fapl);
     if (log->file < 0) {
         int e = errno;
+        /* a create that failed (a full disk) can leave the file it opened, empty: nothing of a log,
+           and it would stand in the way of the next run, --force and --resume alike */
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) unlink(path);
         csm_log_lock_drop(log);
         free(log);
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create the log: %s", path,

@@ -219,8 +219,9 @@ int csm_cmd_run(int argc, char **argv)
         csm_config_free(&cfg);
         return 2;
     }
-    /* --force replaces an old log, never anything else (the config itself, a mesh, a folder) */
-    if (!a.resume && stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0)) {
+    /* --force replaces an old log, never anything else (the config itself, a mesh, a folder); an
+       empty file is what a log's failed creation leaves, and it is replaced too */
+    if (!a.resume && stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || (st.st_size > 0 && H5Fis_hdf5(path) <= 0))) {
         fprintf(stderr, "csm: %s exists and is not an HDF5 log; --force overwrites only logs\n", path);
         csm_config_free(&cfg);
         return 2;
