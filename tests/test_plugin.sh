@@ -20,6 +20,12 @@ expect 2 "^csm: --set #1: forces\[0\].k = -1 is outside \[0, 1e\+09\]" -- "$csm"
 expect 2 "unknown key forces\[0\].stiffness \(valid keys: k, point, object, type\)" -- "$csm" check "$tmp/anchor.yaml" \
     --set 'forces=[{type: anchor, stiffness: 1}]'
 check "csm run with the plugin" "$csm" run "$tmp/anchor.yaml" -o "$tmp/anchor.h5" --threads 1
+# a bare name loads from beside the config, also when csm runs in the config's own folder
+mkdir -p "$tmp/beside"
+cp "$plugin" "$tmp/beside/anchor.so"
+sed "s|plugins: \[.*\]|plugins: [anchor.so]|" "$tmp/anchor.yaml" >"$tmp/beside/anchor.yaml"
+check "plugins: [anchor.so] beside the config, from another folder" "$csm" check "$tmp/beside/anchor.yaml"
+check "... and from the config's own folder" sh -c 'cd "$1" && "$2" check anchor.yaml' sh "$tmp/beside" "$csm"
 pylog "$tmp/anchor.h5" <<'PY'
 import sys
 import numpy as np

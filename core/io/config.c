@@ -447,8 +447,11 @@ static int load_plugins(csm_node *root, const char *config_path, csm_error *err)
         if (n->kind != CSM_NODE_SCALAR) FAIL_AT(err, n, "plugins[%d] must be a path", k);
         char path[4096];
         const char *slash = strrchr(config_path, '/');
-        if (n->text[0] == '/' || !slash)
+        if (n->text[0] == '/')
             snprintf(path, sizeof path, "%s", n->text);
+        else if (!slash) /* beside a config in the working folder: dlopen takes a bare name from the
+                            library path, not from here */
+            snprintf(path, sizeof path, "./%s", n->text);
         else
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - config_path), config_path, n->text);
         csm_error e;
