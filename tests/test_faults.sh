@@ -158,6 +158,24 @@ else
     echo "note: no tmpfs here; the file size limit above stands for a full disk"
 fi
 
+# --- --force over an old log, killed: no sidecar of the old run is left to describe the new log
+printf 'objects:\n  - shape: {type: box, size: [0.4, 0.4, 0.4]}\n    sampling: {spacing: 0.1}\ntime: {frames: 5}\n' >"$tmp/side.yaml"
+"$csm" run "$tmp/side.yaml" -o "$tmp/side.h5" >/dev/null 2>&1
+had=no
+[ -e "$tmp/side.xmf" ] && [ -e "$tmp/side.view.hdf5" ] && had=yes
+"$csm" run "$tmp/side.yaml" -o "$tmp/side.h5" --force --frames 10000000 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+    [ -e "$tmp/side.xmf" ] || break
+    sleep 0.05
+done
+sleep 0.3
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+ok=no
+[ $had = yes ] && [ ! -e "$tmp/side.xmf" ] && [ ! -e "$tmp/side.view.hdf5" ] && ok=yes
+check "--force then kill -9: the old run's sidecar and view file are gone (they had been there: $had)" [ $ok = yes ]
+
 # --- blow-ups -----------------------------------------------------------------------------
 # an explicit step of a stiff force with no shape matching to hold it diverges
 printf 'objects:\n  - shape: {type: box, size: [0.4, 0.4, 0.4]}\n    sampling: {spacing: 0.1}\ntime: {frames: 400}\nsolver: {alpha: 0.0}\nforces: [{type: compress, scale: 1e5, axis: x, until: 100}]\n' >"$tmp/blow.yaml"

@@ -248,6 +248,15 @@ int csm_cmd_run(int argc, char **argv)
         csm_config_free(&cfg);
         return err.code ? err.code : 1;
     }
+    if (!a.resume) {
+        /* the old run's sidecar and view file describe frames this log no longer holds: gone now,
+           under the log's lock, so that a run killed before it writes its own leaves none stale */
+        char side[4200];
+        csm_log_xdmf_path(path, side, sizeof side);
+        unlink(side);
+        csm_log_view_path(path, side, sizeof side);
+        unlink(side);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
