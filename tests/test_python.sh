@@ -44,8 +44,8 @@ with csm.open(sys.argv[1]) as log:
     check(worst < 1e-12, f"weights sum to 1 for every particle in every frame (worst {worst:.1e})")
     check(bool((log.clusters(-1).state >= 0).all()) and len(set(log.clusters(-1).ids)) == len(log.clusters(-1)), "states and stable ids")
 runs = csm.sweep(sys.argv[2])
-check([r.values["solver.alpha"] for r in runs] == ["0.2", "0.4"] and all(r.status == "ok" for r in runs),
-      f"a sweep's runs with their values and status: {runs}")
+check([r.values["solver.alpha"] for r in runs] == [0.2, 0.4] and all(r.status == "ok" for r in runs),
+      f"a sweep's runs with their values (numbers as numbers) and status: {runs}")
 with runs[1].open() as log:
     check(log.attrs["solver.alpha"] == 0.4, "a run opens as a log")
 try:

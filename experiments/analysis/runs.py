@@ -61,7 +61,9 @@ def expand(paths, where=None):
             sys.exit(f"{p}: no such log or sweep folder")
     for cond in where or []:
         key, _, value = cond.partition("=")
-        runs = [r for r in runs if any((k == key or short_key(k) == key) and v == value for k, v in r.values.items())]
+        runs = [r for r in runs if any((k == key or short_key(k) == key) and (v == value or str(v) == value
+                                                                              or v == csm._value(value))
+                                       for k, v in r.values.items())]
     if not runs:
         sys.exit("no logs to read (a sweep with no finished run, or a --where that matches none?)")
     # two logs of the same config get their file names as labels

@@ -177,12 +177,23 @@ def open(path):  # noqa: A001 - csm.open, as h5py.File or io.open
     return Log(path)
 
 
+def _value(text):
+    """A swept value as the config took it: an integer, a real, true or false, else the text (a
+    name, or a list or mapping in YAML's flow form)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text, text)
+
+
 class Run:
-    """One run of a sweep: its swept values, status, frames and log path."""
+    """One run of a sweep: its swept values (numbers as numbers), status, frames and log path."""
 
     def __init__(self, folder, row, keys):
         self.id = row["run"]
-        self.values = {k: row[k] for k in keys}
+        self.values = {k: _value(row[k]) for k in keys}
         self.status = row["status"]
         self.frames = int(row["frames"]) if row.get("frames") else 0
         self.path = os.path.join(folder, row["path"]) if row.get("path") else None
