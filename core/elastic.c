@@ -153,10 +153,10 @@ double csm_elastic_stiffness(const csm_world *w, double mu, int32_t c)
     csm_elastic_lame(w, mu, c, &m, &l);
     /* |sym H|^2 <= |H|^2 and (tr eps)^2 <= 3 |eps|^2: the energy is at most
        (mu + 3/2 lambda+) / rho sum w m |A~ J|^2, whose Hessian over the mass is 2 (...) Gamma;
-       with the consistent gradient's X (csm_elastic_consistent), sum_i v_i |G_i + X|^2 is at most
-       (sqrt(sum v |G|^2) + sqrt(V_c |X|^2))^2 and V_c |X|^2 <= M_c sum w m |eta|^2 S / rho */
+       with the consistent gradient's X (csm_elastic_consistent) the same for sum w m |A~ J + X|^2
+       (corrected_bound) */
     double e = C->ebound[c];
-    if (C->eta && C->eta_epoch == C->epoch) e = (sqrt(e) + sqrt(C->ecorr[c])) * (sqrt(e) + sqrt(C->ecorr[c]));
+    if (C->eta && C->eta_epoch == C->epoch) e = fmax(e, C->ecorr[c]); /* corrected_bound: X included */
     return 2.0 * (m + 1.5 * fmax(l, 0.0)) / rho * e;
 }
 
@@ -346,6 +346,45 @@ static void consistency_apply(const csm_world *w, const unsigned char *on, const
     }
 }
 
+/* The stiffness bound of cluster c with its corrections eta (csm_elastic_bound's, in its units):
+   per spatial row, the energy sum_i w m |a J_i + X|^2 is a form Q in z = (a, X), a = A~_qq^-1
+   sum_j w m q~_j x_j the fit's coefficients and X = sum_j w m eta_j x_j, and the least
+   sum_j w m x_j^2 that gives z is z^T Gram^-1 z, Gram = diag(A~_qq^-1, Xi), Xi = sum_j w m eta_j
+   eta_j^T (eta is orthogonal to q~ over the members, so the blocks do not mix): the bound is the
+   largest eigenvalue of Gram^1/2 Q Gram^1/2, 12 x 12. */
+static double corrected_bound(const csm_clusters *C, int32_t c)
+{
+    const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
+    double Q[144] = {0}, G[144] = {0}, lam[12], S[144] = {0}, M[144];
+    for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+        double t[9], J[27], wm = C->wmass[j], K[36];
+        basis(&C->p[3 * j], mean, t, J);
+        for (int a = 0; a < 12; a++) /* K = [J; I], 12 x 3 */
+            for (int b = 0; b < 3; b++) K[3 * a + b] = a < 9 ? J[3 * a + b] : (a - 9 == b);
+        for (int a = 0; a < 12; a++)
+            for (int b = 0; b < 12; b++)
+                Q[12 * a + b] += wm * (K[3 * a] * K[3 * b] + K[3 * a + 1] * K[3 * b + 1] + K[3 * a + 2] * K[3 * b + 2]);
+        const double *e = &C->eta[3 * j];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) G[12 * (9 + a) + 9 + b] += wm * e[a] * e[b];
+    }
+    for (int a = 0; a < 9; a++)
+        for (int b = 0; b < 9; b++) G[12 * a + b] = inv[9 * a + b];
+    if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', 12, G, 12, lam) != 0) return 0.0;
+    for (int a = 0; a < 12; a++) /* S = Gram^1/2 */
+        for (int b = 0; b < 12; b++)
+            for (int e = 0; e < 12; e++) S[12 * a + b] += G[12 * a + e] * sqrt(fmax(lam[e], 0.0)) * G[12 * b + e];
+    for (int a = 0; a < 12; a++)
+        for (int b = 0; b < 12; b++) {
+            double sum = 0;
+            for (int e = 0; e < 12; e++)
+                for (int f = 0; f < 12; f++) sum += S[12 * a + e] * Q[12 * e + f] * S[12 * f + b];
+            M[12 * a + b] = sum;
+        }
+    if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', 12, M, 12, lam) != 0) return 0.0;
+    return fmax(lam[11], 0.0);
+}
+
 int csm_elastic_consistent(csm_world *w)
 {
     csm_clusters *C = &w->C;
@@ -498,14 +537,10 @@ int csm_elastic_consistent(csm_world *w)
            forces of a cluster sum to zero: momentum) */
         fit_residual(C, c, lam, 0, res);
         fit_residual(C, c, res, 1, res);
-        double rho = csm_cluster_density(w, c), e2 = 0;
-        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
-            for (int e = 0; e < 3; e++) {
-                C->eta[3 * j + e] = rho > 0 ? res[3 * j + e] / rho : 0.0;
-                e2 += C->wmass[j] * C->eta[3 * j + e] * C->eta[3 * j + e];
-            }
-        }
-        C->ecorr[c] = C->mass[c] * e2;
+        double rho = csm_cluster_density(w, c);
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++)
+            for (int e = 0; e < 3; e++) C->eta[3 * j + e] = rho > 0 ? res[3 * j + e] / rho : 0.0;
+        C->ecorr[c] = corrected_bound(C, c);
     }
     C->eta_epoch = C->epoch;
     free(on);

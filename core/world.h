@@ -69,7 +69,7 @@ typedef struct csm_clusters {
     /* the continuum energy's consistent gradients (elastic.c, csm_elastic_consistent; NULL otherwise) */
     double *eta;          /* [3m] each membership's correction of its cluster's mean gradient, over w_ic m_i */
     double *S;            /* [9k] -Sigma-bar / (s k) of the last fit: the goals gain S eta_ic */
-    double *ecorr;        /* [k] M_c sum_i w m |eta_ic|^2: the correction's share of the stiffness bound */
+    double *ecorr;        /* [k] the stiffness bound with the corrections (elastic.c corrected_bound) */
     uint64_t eta_epoch;   /* the epoch eta was solved for */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
     double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */
