@@ -521,14 +521,14 @@ static double section_angle(const csm_particles *P, const double *u, double X)
 /* The CI-sized cases of experiments/validation/ against their references, at the deviations
    measured (README, "A solid in pascals"); each bound says what it holds.
    - Cantilever under gravity, nu = 0: CalculiX C3D20R gives a tip deflection of -0.0050610 m
-     (4 and 6 elements across agree to 3e-5); csm -0.004719, 7 % stiffer: at two clusters
-     through the thickness the stabilising spring holds a bent cluster's cubic residual (refined,
-     the 4 m cantilever comes within 2 %: make validation).
+     (4 and 6 elements across agree to 3e-5); csm -0.004934, 2.5 % stiffer: at two clusters
+     through the thickness the stabilising spring holds a bent cluster's cubic residual (make
+     validation has the 4 m cantilever).
    - Stretch to 1 % strain, nu = 0.3: the consistent gradients pass the patch test, so a uniform
      strain is an equilibrium of the discrete body: sigma / eps = E and the lateral contraction nu
      to the solve's tolerance (with the fits' own gradients, 0.967 E and 0.292).
    - Torsion under 1e4 N m, nu = 0.3: Saint-Venant's twist T / (G 0.1406 a^4) = 0.024078 rad/m
-     (CalculiX agrees to 3e-4); csm 0.01507, its quadratic fits holding the section's warping back
+     (CalculiX agrees to 3e-4); csm 0.01790, its quadratic fits holding the section's warping back
      (five particles across, two clusters). */
 static void test_bar_against_references(void **state)
 {
@@ -559,10 +559,10 @@ static void test_bar_against_references(void **state)
     printf("CI bar against its references: cantilever tip %.6f m (CalculiX -0.0050610, %.3f); stretch E %.4g Pa "
            "(%.3f of E), nu %.3f; twist %.5f rad/m (Saint-Venant %.5f, %.3f)\n",
            tip, tip / -0.0050610, E, E / 3e8, nu, twist, sv, twist / sv);
-    assert_true(tip < 0 && tip > -0.0050610 && tip < -0.9 * 0.0050610);
+    assert_true(tip < 0 && tip > -0.0050610 && tip < -0.95 * 0.0050610);
     assert_close(E, 3e8, 1e-3 * 3e8);
     assert_close(nu, 0.3, 1e-3);
-    assert_true(twist < sv && twist > 0.6 * sv);
+    assert_true(twist < sv && twist > 0.7 * sv);
 }
 
 /* Runs a config frame by frame and returns the worst energy_error over its frames relative to
