@@ -74,7 +74,6 @@
 
 #include <lapacke.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,14 +397,14 @@ int csm_elastic_consistent(csm_world *w)
     C->S = calloc(9 * (size_t)(k > 0 ? k : 1), sizeof *C->S);
     C->ecorr = calloc((size_t)(k > 0 ? k : 1), sizeof *C->ecorr);
     unsigned char *on = calloc((size_t)n, 1);
-    double *work = malloc(sizeof *work * (3 * (size_t)m + 15 * (size_t)n + 3));
+    double *work = malloc(sizeof *work * (3 * (size_t)m + 16 * (size_t)n + 3));
     if (!C->eta || !C->S || !C->ecorr || !on || !work) {
         free(on);
         free(work);
         return -1;
     }
     double *res = work, *r = res + 3 * (size_t)m, *lam = r + 3 * (size_t)n, *z = lam + 3 * (size_t)n,
-           *pdir = z + 3 * (size_t)n, *q = pdir + 3 * (size_t)n;
+           *pdir = z + 3 * (size_t)n, *q = pdir + 3 * (size_t)n, *diag = q + 3 * (size_t)n;
     for (int32_t i = 0; i < n; i++) on[i] = isfinite(w->boundary[3 * i]) && P->inv_mass[i] >= 0;
     /* the right side b_i - d_i, d_i = sum_c V_c w m_i [I 0] A~_qq^-1 q~_i, the uncorrected sum */
     for (int32_t i = 0; i < n; i++) {
@@ -469,9 +468,8 @@ int csm_elastic_consistent(csm_world *w)
     /* conjugate gradients on K lam = r, preconditioned by K's diagonal: K is symmetric and positive
        semi-definite; a cluster of ten members or fewer fits any field, so what no cluster constrains
        is held by 1e-10 of the diagonal */
-    double *diag = z; /* z is the preconditioned residual; the diagonal shares its room until then */
-    for (int32_t i = 0; i < n; i++) {
-        double s = 0;
+    for (int32_t i = 0; i < n; i++) { /* K's diagonal, the same for the three components */
+        double s = 0, hold = 0;
         for (int32_t a = C->poff[i]; on[i] && a < C->poff[i + 1]; a++) {
             int32_t j = C->pmember[a], c = C->mcluster[j];
             double t[9], rho = csm_cluster_density(w, c), alpha = rho > 0 ? C->mass[c] / (rho * rho) : 0.0;
@@ -480,27 +478,15 @@ int csm_elastic_consistent(csm_world *w)
             for (int a2 = 0; a2 < 9; a2++)
                 for (int b = 0; b < 9; b++) h += t[a2] * C->Aqq_inv[81 * c + 9 * a2 + b] * t[b];
             s += alpha * C->wmass[j] * fmax(1.0 - C->wmass[j] * h, 0.0);
+            hold += alpha * C->wmass[j];
         }
-        double dscale = 0;
-        for (int32_t a = C->poff[i]; on[i] && a < C->poff[i + 1]; a++) {
-            int32_t j = C->pmember[a], c = C->mcluster[j];
-            double rho = csm_cluster_density(w, c);
-            dscale += rho > 0 ? C->mass[c] / (rho * rho) * C->wmass[j] : 0.0;
-        }
-        s += 1e-10 * dscale;
-        for (int e = 0; e < 3; e++) diag[3 * i + e] = s > 0 ? s : 1.0;
+        s += 1e-10 * hold;
+        diag[i] = s > 0 ? s : 1.0;
     }
-    double *dreg = malloc(sizeof *dreg * 3 * (size_t)n);
-    if (!dreg) {
-        free(on);
-        free(work);
-        return -1;
-    }
-    memcpy(dreg, diag, sizeof *dreg * 3 * (size_t)n);
     memset(lam, 0, sizeof *lam * 3 * (size_t)n);
     double rz = 0;
     for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
-        z[a] = r[a] / dreg[a];
+        z[a] = r[a] / diag[a / 3];
         pdir[a] = z[a];
         rz += r[a] * z[a];
     }
@@ -510,7 +496,7 @@ int csm_elastic_consistent(csm_world *w)
         consistency_apply(w, on, pdir, q, res);
         double pq = 0;
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
-            q[a] += 1e-10 * dreg[a] * pdir[a]; /* the hold on what no cluster constrains (above) */
+            q[a] += 1e-10 * diag[a / 3] * pdir[a]; /* the hold on what no cluster constrains (above) */
             pq += pdir[a] * q[a];
         }
         if (!(pq > 0)) break;
@@ -518,7 +504,7 @@ int csm_elastic_consistent(csm_world *w)
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
             lam[a] += alpha * pdir[a];
             r[a] -= alpha * q[a];
-            z[a] = r[a] / dreg[a];
+            z[a] = r[a] / diag[a / 3];
             next += r[a] * z[a];
             nrr += r[a] * r[a];
         }
@@ -527,9 +513,6 @@ int csm_elastic_consistent(csm_world *w)
         rr = nrr;
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) pdir[a] = z[a] + beta * pdir[a];
     }
-    free(dreg);
-    if (getenv("CSM_CONSISTENT_DEBUG"))
-        fprintf(stderr, "consistent: %d iterations, residual %.3g of %.3g\n", it, sqrt(rr), sqrt(rhs));
     /* eta_ic = (lam_i - fit_c(lam)(p_ic)) / rho_c */
     for (int32_t c = 0; c < k; c++) {
         /* twice: lam may be large along what no cluster constrains, and the second fit takes the

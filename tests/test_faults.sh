@@ -236,18 +236,17 @@ check "zero rows: the reader returns the $n33 written ($nread)" [ "$nread" = "$n
 check "zero rows: resumed to 45 = uninterrupted" [ "$(compare "$tmp/bar_linear.h5" "$tmp/zeros.h5")" = same ]
 
 # logs whose datasets disagree in shape: csm info says "corrupt log" and exits 2, the reader raises
-cp "$tmp/bar_linear.h5" "$tmp/long_time.h5"
-"$py" -c "import h5py,sys; t=h5py.File(sys.argv[1],'r+')['frames/time']; t.resize((t.shape[0] + 5,))" "$tmp/long_time.h5"
-"$csm" info "$tmp/long_time.h5" >/dev/null 2>"$tmp/c1.txt"
-rc=$?
-check "a longer /frames/time: csm info exits 2 (got $rc)" [ $rc -eq 2 ]
-check "... and says corrupt log" grep -q "corrupt log: /frames/time holds" "$tmp/c1.txt"
-cp "$tmp/bar_linear.h5" "$tmp/bad_offsets.h5"
-"$py" -c "import h5py,sys; o=h5py.File(sys.argv[1],'r+')['clusters/offsets']; o[-1] = 10**6" "$tmp/bad_offsets.h5"
-"$csm" info "$tmp/bad_offsets.h5" >/dev/null 2>"$tmp/c2.txt"
-rc=$?
-check "offsets past the members: csm info exits 2 (got $rc)" [ $rc -eq 2 ]
-check "... and names the row" grep -q "corrupt log: /clusters/offsets row" "$tmp/c2.txt"
+# corrupt NAME WHAT EDIT WANT: a copy of the bar's log edited by the Python statement EDIT (on f)
+corrupt() {
+    cp "$tmp/bar_linear.h5" "$tmp/$1.h5"
+    "$py" -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); $3" "$tmp/$1.h5"
+    "$csm" info "$tmp/$1.h5" >/dev/null 2>"$tmp/$1.txt"
+    local rc=$?
+    check "$2: csm info exits 2 (got $rc)" [ $rc -eq 2 ]
+    check "... and says $4" grep -q "$4" "$tmp/$1.txt"
+}
+corrupt long_time "a longer /frames/time" "t=f['frames/time']; t.resize((t.shape[0] + 5,))" "corrupt log: /frames/time holds"
+corrupt bad_offsets "offsets past the members" "f['clusters/offsets'][-1] = 10**6" "corrupt log: /clusters/offsets row"
 out=$(PYTHONPATH="$root/python" "$py" -c "import csm,sys; l=csm.open(sys.argv[1]); l.clusters(len(l.time) - 1)" "$tmp/bad_offsets.h5" 2>&1)
 check "... the reader raises, allocating nothing" grep -q "ValueError: corrupt log" <(printf '%s\n' "$out")
 
