@@ -64,7 +64,7 @@ void csm_conserve_frames(csm_world *w, const double *x, double *frame);
 void csm_fit_goals_pass(csm_world *w, const double *x, const csm_goal_pass *pass, double *out);
 
 /* Spring stiffness per unit mass (1/s^2) that gives cluster c the elastic energy of a material
-   of shear modulus mu (Pa); see kernel.c for the derivation. 0 for a cluster with no mass or no
+   of shear modulus mu (Pa); see core/kernel/stiffness.c for the derivation. 0 for a cluster with no mass or no
    extent (nothing in it can deform). */
 double csm_modulus_stiffness(const csm_world *w, double mu, int32_t c);
 /* gain[c] = min(1, h^2 k_c) for every cluster, with their min / mean / max and the number that
@@ -94,7 +94,7 @@ double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f,
 
 /* solver.volume split. One Jacobi pass of the clusters' volume constraints det F_c = 1, each
    a step of Macklin et al. 2016 Eq 18 with compliance 1 / (kappa_c V_c) (solver.bulk_modulus, or
-   by default the bulk stiffness the coupled springs have, kernel.c), on the positions x (free
+   by default the bulk stiffness the coupled springs have, core/kernel/volume.c), on the positions x (free
    particles only). lambda[k] holds the multipliers of the step (zero them when it starts);
    scratch holds 9 k doubles. Keeps momentum; no torque about any cluster's centre. */
 void csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch);
@@ -114,7 +114,7 @@ double csm_cluster_lag_change(const csm_world *w, int32_t c, const double *x, co
                               double h);
 
 /* Material viscosity eta (Pa s), implicitly over a step h: each cluster's symmetric velocity
-   gradient decays at the rate 6 eta V_c / tr A_dd (kernel.c), without changing its momentum or
+   gradient decays at the rate 6 eta V_c / tr A_dd (core/kernel/damping.c), without changing its momentum or
    angular momentum. The energy removed goes to the report's dissipated[VISCOSITY]: the kinetic
    energy, less the share of the explicit step's lag it moves when the springs gave the step the
    velocity change a (g - x) (g NULL: none). scratch holds 12 k doubles. */

@@ -1,5 +1,5 @@
 /* The goal deformations of Müller et al. 2005 (report Sec 4) beside the rigid one: linear and
-   quadratic (solver.mode), blended with the rigid goals by beta. The fit itself is in kernel.c. */
+   quadratic (solver.mode), blended with the rigid goals by beta. The fit itself is in core/kernel/fit.c. */
 #include "modes.h"
 
 #include "elastic.h"

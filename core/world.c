@@ -157,6 +157,17 @@ void csm_clusters_free(csm_clusters *c)
     memset(c, 0, sizeof *c);
 }
 
+void csm_cluster_blocks_free(csm_cluster_blocks *B)
+{
+    if (!B) return;
+    free(B->first);
+    free(B->member);
+    free(B->wmass);
+    free(B->weight);
+    free(B->p);
+    free(B);
+}
+
 int csm_clusters_relink(csm_clusters *c)
 {
     c->epoch++;

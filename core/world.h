@@ -22,6 +22,24 @@ typedef struct csm_particles {
 
 enum csm_cluster_state { CSM_CLUSTER_ACTIVE = 0, CSM_CLUSTER_FADING_OUT = 1, CSM_CLUSTER_FADING_IN = 2 };
 
+/* The kernel's copy of the clusters' members for the fits' sums with one cluster per lane
+   (solver.lanes, core/kernel/lanes.c). Block b holds clusters [8b, 8b + 8) side by side: slot s holds member s of each, lane l for
+   cluster 8b + l, with its particle, w m and p (p as three vectors of x, y and z). A cluster
+   shorter than the block's longest repeats its last member with w m = 0 (adding +0 to sums that
+   hold +0 or more), an empty one particle 0 with w m = 0 (its fit is set as csm_cluster_moments
+   sets it). A block of small clusters then sums each cluster's members in order in its own lane,
+   with no sum across lanes at the end and no shuffle of p; a block of large or unequal clusters
+   keeps MEMBER_LANES (its slots not stored). */
+typedef struct csm_cluster_blocks {
+    uint64_t epoch;         /* of the clusters the blocks were built for */
+    int32_t k, m, lanes;    /* their count, their memberships, and the world's solver.lanes */
+    int32_t nb;             /* blocks */
+    int32_t *first;         /* [nb + 1] first slot of each block; first[b] == first[b + 1]: MEMBER_LANES */
+    int32_t *member;        /* [8 slots] */
+    double *wmass, *weight; /* [8 slots] */
+    double *p;              /* [24 slots] */
+} csm_cluster_blocks;
+
 typedef struct csm_clusters {
     int32_t k;            /* clusters */
     int32_t m;            /* memberships */
@@ -73,9 +91,9 @@ typedef struct csm_clusters {
     uint64_t eta_epoch;   /* the epoch eta was solved for */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
     double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */
-    /* the members of CSM_LANES clusters side by side, for the fits' sums (kernel.c; NULL until the first
-       fit, rebuilt when the epoch, k or m change) */
-    struct csm_cluster_blocks *blocks;
+    /* the members of CSM_LANES clusters side by side, for the fits' sums (core/kernel/lanes.c; NULL
+       until the first fit, rebuilt when the epoch, k or m change) */
+    csm_cluster_blocks *blocks;
 } csm_clusters;
 
 int csm_particles_alloc(csm_particles *p, int32_t n);
@@ -85,8 +103,8 @@ void csm_particles_free(csm_particles *p);
    (a clustering method), then csm_clusters_finish builds the reverse CSR and the rest data. */
 int csm_clusters_alloc(csm_clusters *c, int32_t k, int32_t m, int32_t n);
 void csm_clusters_free(csm_clusters *c);
-/* The kernel's blocks of clusters (csm_clusters.blocks, kernel.c). */
-void csm_cluster_blocks_free(struct csm_cluster_blocks *B);
+/* Free the kernel's blocks of clusters (csm_clusters.blocks); NULL is allowed. */
+void csm_cluster_blocks_free(csm_cluster_blocks *B);
 
 /* Complete clusters whose offset/member/weight are set: particle -> membership CSR, wmass, rest
    offsets p_ic about the weighted rest centre, A_rr pseudo-inverse, F^p = I, width. Returns the
@@ -232,7 +250,7 @@ enum { CSM_VOLUME_AUTO, CSM_VOLUME_COUPLED, CSM_VOLUME_SPLIT };
    their quadratic fit, or the papers' shape-matching springs 1/2 k sum w m |x - g|^2. */
 enum { CSM_ENERGY_CONTINUUM, CSM_ENERGY_GOALS };
 enum { CSM_GRADIENT_CONSISTENT, CSM_GRADIENT_FIT };
-/* solver.lanes: whose sums share a vector in a fit (kernel.c). MEMBERS: 8 members of one cluster,
+/* solver.lanes: whose sums share a vector in a fit (core/kernel/lanes.c). MEMBERS: 8 members of one cluster,
    summed across the lanes at the end; CLUSTERS: one cluster per lane, its members summed in order;
    AUTO: CLUSTERS for blocks of small clusters of about equal size, MEMBERS otherwise. */
 enum { CSM_LANES_AUTO, CSM_LANES_MEMBERS, CSM_LANES_CLUSTERS };
@@ -259,9 +277,9 @@ typedef struct csm_world {
     int mode;                    /* CSM_MODE_*: goal deformation (Müller 2005 Sec 4) */
     double beta;                 /* share of the linear / quadratic fit in the goals */
     int conserve;                /* CSM_CONSERVE_*: what the goal corrections keep (csm_goal_pass) */
-    int lanes;                   /* CSM_LANES_*: how the fits' sums fill vector lanes (solver.lanes, kernel.c) */
+    int lanes;                   /* CSM_LANES_*: how the fits' sums fill vector lanes (solver.lanes, core/kernel/lanes.c) */
     int volume;                  /* CSM_VOLUME_COUPLED or CSM_VOLUME_SPLIT (solver.volume, resolved) */
-    double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (kernel.c) */
+    double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (core/kernel/volume.c) */
     int energy;                  /* CSM_ENERGY_*: what a modulus's clusters store (solver.energy, elastic.c) */
     int gradient;                /* CSM_GRADIENT_*: the continuum energy's gradients corrected (solver.gradient) */
     double stabilization;        /* theta: the continuum energy's spring on what its fit cannot follow, as a

@@ -15,7 +15,7 @@
    With the papers' coupled goals R F^p p (solver.volume: coupled) the flow is not dissipative:
    as F^p flattens a cluster at constant det, tr(F^p A_rr F^pT) grows, so the same volume deficit
    stores more energy, and the push that restores it acts along the cluster's long axes. The
-   default with plasticity is solver.volume: split (kernel.c): shape springs towards the best
+   default with plasticity is solver.volume: split (core/kernel/volume.c): shape springs towards the best
    similarity s R F^p p and the volume held by its own constraint, which the flow cannot change.
    On top, the energy guard (energy_guard, default on) halves a flow step until it does not raise
    the cluster's stored energy, with the explicit step's lag (csm_diag.elastic_lag), at the

@@ -244,7 +244,7 @@ static void make_sizes_world(csm_world *w, int inverted)
         for (int32_t m = 0; m < size; m++) csm_builder_add(&b, (start + 7 * m) % pool, 0); /* 7 is prime to both */
         csm_builder_end(&b);
     }
-    /* and two longer than the members whose rows the conserving pass keeps (kernel.c, KEEP_MEMBERS) */
+    /* and two longer than the members whose rows the conserving pass keeps (core/kernel/conserve.c, KEEP_MEMBERS) */
     for (int32_t size = 700; size <= 1100; size += 400) {
         csm_builder_begin(&b);
         for (int32_t m = 0; m < size; m++) csm_builder_add(&b, (11 * m + size) % N, 0);
@@ -438,7 +438,7 @@ static void test_lanes_match_reference(void **state)
     }
 }
 
-/* The lane order the kernel's member sums promise (MEMBER_LANES, kernel.c), in plain scalar code:
+/* The lane order the kernel's member sums promise (MEMBER_LANES, core/kernel/kernel_internal.h), in plain scalar code:
    member j of a cluster smaller than 8 in lane j - lo; otherwise blocks lo, lo + 8, ... lane by
    lane, and a last block that ends at hi, its lanes already counted weighted 0; the lanes summed
    in the tree of csm_lanes_sum. Here for the sums of csm_cluster_moments about the first member. */

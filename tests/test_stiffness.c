@@ -1,6 +1,6 @@
 /* Material stiffness (solver.modulus): each cluster's spring gain alpha_c = h^2 k_c is chosen so
    that the cluster stores the energy of a material of shear modulus mu, mu V_c |F - R|^2 under a
-   uniform deformation F (kernel.c, csm_modulus_stiffness). The calibration, the gains against a
+   uniform deformation F (core/kernel/stiffness.c, csm_modulus_stiffness). The calibration, the gains against a
    cluster computed by hand, and a cantilever whose resting deflection no longer depends on the
    cluster count or the step. */
 #include "check.h"
