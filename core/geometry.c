@@ -1,3 +1,7 @@
+/* Shapes and sampling: an object's shape opened for inside tests, and its particles sampled on a
+   grid or by Bridson's Poisson disks, at a spacing or to a particle target. The neighbour grid is
+   in grid.c, each particle's share of the volume in volumes.c. */
+
 #include "geometry.h"
 
 #include "csm_math.h"
@@ -115,23 +119,11 @@ static uint32_t morton_spread(uint32_t v)
     return (v | (v << 2)) & 0x09249249;
 }
 
-typedef struct key_index {
-    int64_t key;
-    int32_t index;
-} key_index;
-
-static int cmp_key_index(const void *a, const void *b)
-{
-    const key_index *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
 /* in[k] = csm_mesh_inside for each candidate: the candidates in Morton order of the box, 8 near
    ones to a walk of the tree (csm_mesh_winding_lanes, the same bits as one at a time). */
-static void mesh_inside_all(const csm_shape *o, const double *cand, int32_t n, unsigned char *in)
+void csm_shape_inside_many(const csm_shape *o, const double *cand, int32_t n, unsigned char *in)
 {
-    key_index *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
+    csm_key_index *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
     if (!order) abort();
     for (int32_t k = 0; k < n; k++) {
         int64_t key = 0;
@@ -140,9 +132,9 @@ static void mesh_inside_all(const csm_shape *o, const double *cand, int32_t n, u
             uint32_t cell = t > 0 ? (t < 1 ? (uint32_t)(t * 1024.0) : 1023u) : 0u;
             key |= (int64_t)morton_spread(cell) << d;
         }
-        order[k] = (key_index){key, k};
+        order[k] = (csm_key_index){key, k};
     }
-    qsort(order, (size_t)n, sizeof *order, cmp_key_index);
+    csm_key_index_sort(order, n);
     int32_t packs = (n + CSM_LANES - 1) / CSM_LANES;
 #pragma omp parallel for schedule(dynamic, 16)
     for (int32_t b = 0; b < packs; b++) {
@@ -162,7 +154,7 @@ static void push_inside(const csm_shape *o, const double *cand, int32_t n, point
 {
     unsigned char *in = malloc((size_t)(n > 0 ? n : 1));
     if (!in) abort();
-    if (o->o->shape_type == CSM_SHAPE_MESH) mesh_inside_all(o, cand, n, in);
+    if (o->o->shape_type == CSM_SHAPE_MESH) csm_shape_inside_many(o, cand, n, in);
     else
         for (int32_t k = 0; k < n; k++) in[k] = (unsigned char)csm_shape_inside(o, &cand[3 * k]);
     for (int32_t k = 0; k < n; k++)
@@ -170,14 +162,13 @@ static void push_inside(const csm_shape *o, const double *cand, int32_t n, point
     free(in);
 }
 
-/* Points along one axis of the grid of spacing h over [-half, half], symmetric about 0. */
-static int32_t grid_count(double half, double h) { return (int32_t)floor(2.0 * half / h + 1e-9) + 1; }
+int32_t csm_grid_points(double half, double h) { return (int32_t)floor(2.0 * half / h + 1e-9) + 1; }
 
 static void sample_grid(const csm_shape *o, const double half[3], double h, pointbuf *out)
 {
     /* A grid symmetric about the shape's centre, so symmetric shapes get symmetric samples. */
     int32_t cnt[3];
-    for (int d = 0; d < 3; d++) cnt[d] = grid_count(half[d], h);
+    for (int d = 0; d < 3; d++) cnt[d] = csm_grid_points(half[d], h);
     for (int32_t i = 0; i < cnt[0]; i++)
         for (int32_t j = 0; j < cnt[1]; j++)
             for (int32_t k = 0; k < cnt[2]; k++) {
@@ -485,265 +476,4 @@ int csm_sample_object(const csm_object_cfg *o, int index, uint64_t seed, double 
     int rc = csm_sample_shape(&sh, index, seed, points, count, spacing, err);
     csm_shape_close(&sh);
     return rc;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-
-static int64_t cell_key(int64_t x, int64_t y, int64_t z)
-{
-    /* 21 bits a coordinate, offset to be non-negative */
-    const int64_t off = 1 << 20;
-    return ((x + off) << 42) | ((y + off) << 21) | (z + off);
-}
-
-static void cell_coords(const double *q, double cell, int64_t c[3])
-{
-    for (int d = 0; d < 3; d++) c[d] = (int64_t)floor(q[d] / cell);
-}
-
-int csm_grid_build(csm_grid *g, const double *points, int32_t n, double cell)
-{
-    memset(g, 0, sizeof *g);
-    g->cell = cell;
-    g->n = n;
-    key_index *ki = malloc(sizeof *ki * (size_t)(n > 0 ? n : 1));
-    g->key = malloc(sizeof *g->key * (size_t)(n > 0 ? n : 1));
-    g->index = malloc(sizeof *g->index * (size_t)(n > 0 ? n : 1));
-    if (!ki || !g->key || !g->index) {
-        free(ki);
-        csm_grid_free(g);
-        return -1;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        int64_t c[3];
-        cell_coords(&points[3 * i], cell, c);
-        ki[i].key = cell_key(c[0], c[1], c[2]);
-        ki[i].index = i;
-    }
-    qsort(ki, (size_t)n, sizeof *ki, cmp_key_index);
-    for (int32_t i = 0; i < n; i++) {
-        g->key[i] = ki[i].key;
-        g->index[i] = ki[i].index;
-    }
-    free(ki);
-    return 0;
-}
-
-void csm_grid_free(csm_grid *g)
-{
-    free(g->key);
-    free(g->index);
-    memset(g, 0, sizeof *g);
-}
-
-static int32_t lower_bound(const int64_t *a, int32_t n, int64_t key)
-{
-    int32_t lo = 0, hi = n;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-int32_t csm_grid_query(const csm_grid *g, const double *points, const double q[3], double radius,
-                       void (*fn)(int32_t j, void *user), void *user)
-{
-    int64_t c[3];
-    cell_coords(q, g->cell, c);
-    int32_t found = 0;
-    double r2 = radius * radius;
-    for (int64_t dx = -1; dx <= 1; dx++)
-        for (int64_t dy = -1; dy <= 1; dy++)
-            for (int64_t dz = -1; dz <= 1; dz++) {
-                int64_t key = cell_key(c[0] + dx, c[1] + dy, c[2] + dz);
-                for (int32_t s = lower_bound(g->key, g->n, key); s < g->n && g->key[s] == key; s++) {
-                    int32_t j = g->index[s];
-                    double d[3] = {points[3 * j] - q[0], points[3 * j + 1] - q[1], points[3 * j + 2] - q[2]};
-                    if (csm_v3_dot(d, d) <= r2) {
-                        if (fn) fn(j, user);
-                        found++;
-                    }
-                }
-            }
-    return found;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-
-/* Probes per sampling spacing along each axis (csm_sample_volumes): 64 to a grid cell. Even, so
-   that on a grid no probe lies halfway between two lattice points. */
-enum { VOLUME_PROBES = 4 };
-
-/* The nearest of the points `pts` to q among those the grid lists within its cell size (ties:
-   the lower index); -1 when there is none. */
-typedef struct nearest_query {
-    const double *pts, *q;
-    double best;
-    int32_t j;
-} nearest_query;
-
-static void nearest_visit(int32_t j, void *user)
-{
-    nearest_query *s = user;
-    const double *p = &s->pts[3 * j];
-    double d[3] = {p[0] - s->q[0], p[1] - s->q[1], p[2] - s->q[2]}, d2 = csm_v3_dot(d, d);
-    if (d2 < s->best || (d2 == s->best && j < s->j)) {
-        s->best = d2;
-        s->j = j;
-    }
-}
-
-static int32_t nearest_point(const csm_grid *g, const double *pts, const double q[3])
-{
-    nearest_query s = {pts, q, INFINITY, -1};
-    csm_grid_query(g, pts, q, g->cell, nearest_visit, &s);
-    return s.j;
-}
-
-/* Lattice index of grid point coordinate q on a lattice of cnt points at spacing h centred at 0
-   (sample_grid), or -1 off it. */
-static int32_t lattice_index(double q, double h, int32_t cnt)
-{
-    double t = q / h + 0.5 * (cnt - 1);
-    int32_t i = (int32_t)floor(t + 0.5);
-    return i >= 0 && i < cnt ? i : -1;
-}
-
-int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area)
-{
-    const csm_object_cfg *o = sh->o;
-    int grid = o->sampling_type == CSM_SAMPLING_GRID;
-    int32_t cnt[3], probes[3];
-    double step[3];
-    for (int d = 0; d < 3; d++) {
-        cnt[d] = grid_count(sh->half[d], h);
-        probes[d] = (int32_t)ceil(2.0 * sh->half[d] / h * VOLUME_PROBES - 1e-9);
-        if (probes[d] < 1) probes[d] = 1;
-        step[d] = 2.0 * sh->half[d] / probes[d];
-    }
-    double dv = step[0] * step[1] * step[2];
-    for (int32_t i = 0; i < n; i++) vol[i] = 0.0;
-    /* On a grid, a particle whose 26 neighbours are all there owns its whole cube h^3 (its Voronoi
-       cell, inside the shape as its neighbours are): only the probes of the other cubes are
-       tested, so the work goes with the surface. */
-    unsigned char *state = NULL; /* per lattice point: 0 none, 1 a particle, 2 an interior one */
-    int32_t *at = NULL;          /* per lattice point: its particle */
-    size_t cells = (size_t)cnt[0] * (size_t)cnt[1] * (size_t)cnt[2];
-    if (grid) {
-        state = calloc(cells, 1);
-        at = malloc(sizeof *at * cells);
-        if (!state || !at) goto oom;
-        for (int32_t i = 0; i < n; i++) {
-            int32_t a = lattice_index(pts[3 * i], h, cnt[0]), b = lattice_index(pts[3 * i + 1], h, cnt[1]),
-                    c = lattice_index(pts[3 * i + 2], h, cnt[2]);
-            if (a < 0 || b < 0 || c < 0) continue;
-            size_t k = ((size_t)a * cnt[1] + b) * cnt[2] + c;
-            state[k] = 1;
-            at[k] = i;
-        }
-        for (int32_t a = 1; a + 1 < cnt[0]; a++)
-            for (int32_t b = 1; b + 1 < cnt[1]; b++)
-                for (int32_t c = 1; c + 1 < cnt[2]; c++) {
-                    size_t k = ((size_t)a * cnt[1] + b) * cnt[2] + c;
-                    int all = state[k] != 0;
-                    for (int da = -1; da <= 1 && all; da++)
-                        for (int db = -1; db <= 1 && all; db++)
-                            for (int dc = -1; dc <= 1 && all; dc++)
-                                all = state[((size_t)(a + da) * cnt[1] + (b + db)) * cnt[2] + (c + dc)] != 0;
-                    if (all) {
-                        state[k] = 2;
-                        vol[at[k]] = h * h * h;
-                    }
-                }
-    }
-    /* the nearest particle of a probe inside the shape: within sqrt(3)/2 h on a grid's cube, a little
-       farther by a concave surface; within 2 h of a Poisson sample (Bridson 2007's coverage) */
-    csm_grid g;
-    if (csm_grid_build(&g, pts, n, grid ? 1.5 * h : 2.0 * h)) goto oom;
-    /* one slab of probes (fixed first coordinate) at a time, its inside tests batched; with `area`,
-       the slabs on either side too, whose probes tell which faces of a probe's cell lie on the
-       surface */
-    size_t slab = (size_t)probes[1] * (size_t)probes[2];
-    double *q = malloc(sizeof *q * 3 * slab);
-    unsigned char *in = malloc(slab), *flag = calloc(3 * slab, 1); /* flag: the slabs a - 1, a, a + 1 */
-    if (!q || !in || !flag) {
-        free(q);
-        free(in);
-        free(flag);
-        csm_grid_free(&g);
-        goto oom;
-    }
-    if (area)
-        for (int64_t k = 0; k < 3 * (int64_t)n; k++) area[k] = 0.0;
-    for (int32_t a = -1; a < probes[0]; a++) {
-        memmove(flag, flag + slab, 2 * slab); /* the slab a + 1 is tested next */
-        unsigned char *next = flag + 2 * slab;
-        memset(next, 0, slab);
-        if (a + 1 < probes[0]) {
-            int32_t m = 0;
-            double x = -sh->half[0] + (a + 1.5) * step[0];
-            for (int32_t b = 0; b < probes[1]; b++)
-                for (int32_t c = 0; c < probes[2]; c++) {
-                    double y = -sh->half[1] + (b + 0.5) * step[1], z = -sh->half[2] + (c + 0.5) * step[2];
-                    if (grid) {
-                        int32_t la = lattice_index(x, h, cnt[0]), lb = lattice_index(y, h, cnt[1]),
-                                lc = lattice_index(z, h, cnt[2]);
-                        if (la >= 0 && lb >= 0 && lc >= 0 && state[((size_t)la * cnt[1] + lb) * cnt[2] + lc] == 2) {
-                            next[(size_t)b * probes[2] + c] = 2; /* in an interior particle's cube, counted already */
-                            continue;
-                        }
-                    }
-                    q[3 * m] = x;
-                    q[3 * m + 1] = y;
-                    q[3 * m + 2] = z;
-                    m++;
-                }
-            if (o->shape_type == CSM_SHAPE_MESH) mesh_inside_all(sh, q, m, in);
-            else
-                for (int32_t k = 0; k < m; k++) in[k] = (unsigned char)csm_shape_inside(sh, &q[3 * k]);
-            for (size_t k = 0, t = 0; k < slab; k++)
-                if (next[k] != 2) next[k] = in[t++] ? 1 : 0;
-        }
-        if (a < 0) continue;
-        const unsigned char *prev = flag, *cur = flag + slab;
-        double x = -sh->half[0] + (a + 0.5) * step[0];
-        for (int32_t b = 0; b < probes[1]; b++)
-            for (int32_t c = 0; c < probes[2]; c++) {
-                size_t k = (size_t)b * probes[2] + c;
-                if (cur[k] != 1) continue;
-                double p[3] = {x, -sh->half[1] + (b + 0.5) * step[1], -sh->half[2] + (c + 0.5) * step[2]};
-                int32_t j = nearest_point(&g, pts, p);
-                if (j < 0) continue;
-                vol[j] += dv;
-                if (!area) continue;
-                /* the probe cell's faces towards an outside neighbour: the surface's vector area in
-                   staircase form, whose sum over a patch is the patch's own (it depends only on the
-                   patch's rim) */
-                int outside[6] = {
-                    a == 0 || !prev[k], a + 1 == probes[0] || !flag[2 * slab + k],
-                    b == 0 || !cur[k - probes[2]], b + 1 == probes[1] || !cur[k + probes[2]],
-                    c == 0 || !cur[k - 1], c + 1 == probes[2] || !cur[k + 1],
-                };
-                for (int d = 0; d < 3; d++) {
-                    double face = step[(d + 1) % 3] * step[(d + 2) % 3];
-                    area[3 * j + d] += face * (outside[2 * d + 1] - outside[2 * d]);
-                }
-            }
-    }
-    free(q);
-    free(in);
-    free(flag);
-    csm_grid_free(&g);
-    free(state);
-    free(at);
-    /* a particle no probe reached (a cell thinner than the probes) still has a little volume */
-    for (int32_t i = 0; i < n; i++)
-        if (!(vol[i] > 0)) vol[i] = 0.5 * dv;
-    return 0;
-oom:
-    free(state);
-    free(at);
-    return -1;
 }

@@ -21,6 +21,12 @@ typedef struct csm_shape {
 int csm_shape_open(csm_shape *s, const csm_object_cfg *o, int index, csm_error *err);
 void csm_shape_close(csm_shape *s);
 int csm_shape_inside(const csm_shape *s, const double p[3]);
+/* in[k] = csm_mesh_inside for each of n candidates of a mesh shape: the candidates in Morton order
+   of the box, 8 near ones to a walk of the tree (csm_mesh_winding_lanes, the same bits as one at a
+   time). */
+void csm_shape_inside_many(const csm_shape *s, const double *cand, int32_t n, unsigned char *in);
+/* Points along one axis of the grid of spacing h over [-half, half], symmetric about 0. */
+int32_t csm_grid_points(double half, double h);
 
 /* Sample one object's shape in its own frame. Returns the points (malloc'd, 3 * count), the
    shape's volume (0 for explicit points) and the spacing used (chosen from the sampling's
@@ -51,6 +57,13 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
    approximations with a margin, which gives the same points, bit for bit. */
 void csm_sample_poisson_box(const double half[3], double r, int attempts, uint64_t seed, uint64_t stream,
                             int reference, double **points, int32_t *count);
+
+/* A key and the index it belongs to; csm_key_index_sort orders by key, then index (grid.c). */
+typedef struct csm_key_index {
+    int64_t key;
+    int32_t index;
+} csm_key_index;
+void csm_key_index_sort(csm_key_index *a, int32_t n);
 
 /* Uniform grid over points for radius queries (cell size = radius). */
 typedef struct csm_grid {
