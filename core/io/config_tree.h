@@ -65,4 +65,13 @@ int csm_override_apply(csm_node *root, const char *text, int index, csm_error *e
 int csm_sweep_parse(csm_node *root, csm_config *cfg, csm_error *err);
 void csm_sweep_free(csm_config *cfg);
 
+/* sections.c: the tables of the sections that are not plugins */
+extern const csm_param_spec csm_top_params[], csm_time_params[], csm_output_params[], csm_contact_params[];
+extern const csm_param_spec csm_body_table[], csm_pin_table[], csm_pin_index_spec;
+/* objects[].pinned.below|above */
+typedef struct csm_pin_params {
+    int axis;
+    double value;
+} csm_pin_params;
+
 #endif
