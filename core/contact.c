@@ -9,12 +9,10 @@
    angular momentum sum_i m_i x_i(t) x x_i(t + h) / h sees, so contact keeps it exactly where the
    integrator does (solver.conserve: angular), and momentum in any case (Müller et al. 2007,
    Sec 3.3's mass-weighted corrections). */
-#include "contact.h"
+#include "contact_internal.h"
 
 #include "csm_math.h"
 #include "grow.h"
-#include "kernel.h"
-#include "svd3.h"
 #include "world.h"
 
 #include <math.h>
@@ -89,7 +87,7 @@ static uint32_t hash_cell(int64_t a, int64_t b, int64_t c, uint32_t mask)
 /* Counting sort of n points (stride doubles apart) into the hashed cells of size 1 / inv:
    c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b holds
    sorted[cell_start[b], cell_start[b + 1]). Returns -1 when out of memory. */
-static int grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, double inv)
+int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, double inv)
 {
     int32_t buckets = 1;
     while (buckets < 2 * n && buckets < (1 << 30)) buckets <<= 1;
@@ -114,7 +112,7 @@ static int grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, 
 
 /* The buckets of the 27 cells around point q, each once (two cells may share a bucket); returns
    how many. */
-static int grid_around(const csm_contacts *c, const double q[3], double inv, uint32_t seen[27])
+int csm_contacts_grid_around(const csm_contacts *c, const double q[3], double inv, uint32_t seen[27])
 {
     uint32_t mask = (uint32_t)c->buckets - 1;
     int64_t ci[3] = {cell_of(q[0], inv), cell_of(q[1], inv), cell_of(q[2], inv)};
@@ -131,7 +129,7 @@ static int grid_around(const csm_contacts *c, const double q[3], double inv, uin
 }
 
 /* Room for one more pair; -1 when out of memory. */
-static int pair_push(csm_contacts *c, int32_t a, int32_t b)
+int csm_contacts_pair_push(csm_contacts *c, int32_t a, int32_t b)
 {
     if (csm_grow((void **)&c->pair, &c->cap_pair, 2 * ((int64_t)c->npairs + 1), sizeof *c->pair)) return -1;
     c->pair[2 * c->npairs] = a;
@@ -141,7 +139,7 @@ static int pair_push(csm_contacts *c, int32_t a, int32_t b)
 }
 
 /* Room for each listed pair's direction and pushes, the pushes zero. */
-static int pairs_ready(csm_contacts *c)
+int csm_contacts_pairs_ready(csm_contacts *c)
 {
     if (csm_grow((void **)&c->lambda, &c->cap_lambda, 2 * (int64_t)c->npairs, sizeof *c->lambda) ||
         csm_grow((void **)&c->normal, &c->cap_normal, 3 * (int64_t)c->npairs, sizeof *c->normal) ||
@@ -160,11 +158,11 @@ static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
     int32_t n = P->n;
     if (n < 2) return 0;
     double search = 2.0 * c->distance, inv = 1.0 / search, s2 = search * search;
-    if (grid_sort(c, x, 3, n, inv)) return -1;
+    if (csm_contacts_grid_sort(c, x, 3, n, inv)) return -1;
     for (int32_t i = 0; i < n; i++) {
         const double *xi = &x[3 * i];
         uint32_t seen[27];
-        int nseen = grid_around(c, xi, inv, seen);
+        int nseen = csm_contacts_grid_around(c, xi, inv, seen);
         for (int s = 0; s < nseen; s++)
             for (int32_t a = c->cell_start[seen[s]]; a < c->cell_start[seen[s] + 1]; a++) {
                 int32_t j = c->sorted[a];
@@ -172,10 +170,10 @@ static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
                 const double *xj = &x[3 * j];
                 double d[3] = {xi[0] - xj[0], xi[1] - xj[1], xi[2] - xj[2]};
                 if (csm_v3_dot(d, d) >= s2 || csm_contacts_excluded(c, w, i, j)) continue;
-                if (pair_push(c, i, j)) return -1;
+                if (csm_contacts_pair_push(c, i, j)) return -1;
             }
     }
-    if (pairs_ready(c)) return -1;
+    if (csm_contacts_pairs_ready(c)) return -1;
     /* each pair's direction at the step's start (x0), or where the two started at one point, now */
     for (int32_t q = 0; q < c->npairs; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
@@ -250,7 +248,6 @@ static double particles_depth(const csm_contacts *c, const double *x)
     return deepest;
 }
 
-
 /* Cluster proxies (Jones et al. 2015, Sec "Collision Detection"; Falkenstein 2017 Sec 2.3.1,
    "Collision Handling", uses them). Each cluster's proxy lives in its rest space, the frame of
    its offsets p_ic: a sphere about its rest centre of mass through its farthest member,
@@ -266,429 +263,22 @@ static double particles_depth(const csm_contacts *c, const double *x)
    that the proxy of a cluster of its own object holds at rest (grown by d) is no contact of that
    cluster either: it is the cluster's neighbour in the material, held by the shape matching. */
 
-enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 26 };
-
-/* A cluster's proxy: [0] sphere radius, [1] planes, [2..4] rest centre in the object's rest
-   positions, then each plane as n (3), o: n . p <= o inside: the bounding planes of its members
-   along the principal axes of A_rr (Jones 2015 Collision Detection) and along the rest frame's
-   axes. */
-static void proxy_build(csm_contacts *c, const csm_world *w, int32_t cl)
-{
-    const csm_clusters *C = &w->C;
-    double *pr = &c->proxy[PROXY_STRIDE * cl], d = c->distance;
-    int32_t lo = C->offset[cl], hi = C->offset[cl + 1];
-    double S[9] = {0}, R = 0, centre[3] = {0, 0, 0}, mass = 0;
-    for (int32_t j = lo; j < hi; j++) {
-        const double *p = &C->p[3 * j], *rest = &w->P.rest[3 * C->member[j]];
-        double wm = C->wmass[j];
-        for (int a = 0; a < 3; a++) {
-            for (int b = 0; b < 3; b++) S[3 * a + b] += wm * p[a] * p[b];
-            centre[a] += wm * (rest[a] - p[a]);
-        }
-        mass += wm;
-        R = fmax(R, csm_v3_norm(p));
-    }
-    R += d;
-    pr[0] = R;
-    for (int a = 0; a < 3; a++) pr[2 + a] = mass > 0 ? centre[a] / mass : 0.0;
-    int np = 0;
-    double U[9], s[3], V[9];
-    csm_svd3_fast(S, U, s, V); /* S is symmetric: V's columns are its principal axes */
-    for (int a = 0; a < 6 && hi > lo; a++) {
-        /* the principal axes (the paper's), then the rest frame's own: a cluster at a box's edge
-           has its principal axes across the edge, and only the frame's planes bound its faces */
-        double v[3] = {a == 3, a == 4, a == 5}, vlo = INFINITY, vhi = -INFINITY;
-        if (a < 3) v[0] = V[a], v[1] = V[3 + a], v[2] = V[6 + a];
-        for (int32_t j = lo; j < hi; j++) {
-            double t = csm_v3_dot(v, &C->p[3 * j]);
-            vlo = fmin(vlo, t);
-            vhi = fmax(vhi, t);
-        }
-        double o[2] = {vhi + d, d - vlo}; /* v . p <= vhi + d and -v . p <= d - vlo */
-        for (int side = 0; side < 2; side++) {
-            if (!(o[side] < c->cfg.cut * R)) continue; /* kept when it cuts off enough of the sphere */
-            double *pl = &pr[5 + 4 * np++], sign = side ? -1.0 : 1.0;
-            for (int e = 0; e < 3; e++) pl[e] = sign * v[e];
-            pl[3] = o[side];
-        }
-    }
-    pr[1] = np;
-}
-
-/* How far the point q of a proxy's rest space lies inside it grown by margin (0: outside), and
-   out, where its nearest face takes it (Jones et al. 2015: the least of the projections onto the
-   sphere and the half-spaces). */
-static double proxy_exit(const double *pr, const double q[3], double margin, double out[3])
-{
-    double R = pr[0] + margin, len = csm_v3_norm(q), best = R - len;
-    if (best <= 0) return 0;
-    int at = -1;
-    for (int k = 0; k < (int)pr[1]; k++) {
-        const double *pl = &pr[5 + 4 * k];
-        double phi = csm_v3_dot(pl, q) - pl[3] - margin;
-        if (phi >= 0) return 0;
-        if (-phi < best) best = -phi, at = k;
-    }
-    if (!out) return best;
-    if (at >= 0) {
-        for (int e = 0; e < 3; e++) out[e] = q[e] + best * pr[5 + 4 * at + e];
-    } else if (len > 0) {
-        for (int e = 0; e < 3; e++) out[e] = q[e] * R / len;
-    } else { /* at the centre: out along y */
-        out[0] = out[2] = 0;
-        out[1] = R;
-    }
-    return best;
-}
-
-/* The map of cluster cl's rest space into the world at positions x: x-bar + M p, M = F =
-   A_xr A_rr^-1 (Falkenstein Eq 3), or F's rotation where F cannot be inverted (a planar cluster, a
-   collapsed or inverted one); Minv its inverse. */
-static void proxy_frame(const csm_world *w, const double *x, int32_t cl, double com[3], double M[9], double Minv[9])
-{
-    const csm_clusters *C = &w->C;
-    double Axr[9];
-    csm_cluster_moments(C, x, cl, com, Axr);
-    csm_m3_mul(Axr, &C->A_rr_inv[9 * cl], M);
-    double f = csm_m3_frobenius(M), det = csm_m3_det(M);
-    if (C->rank[cl] < 3 || !(det > 1e-6 * f * f * f) || csm_m3_inverse(M, Minv) == 0.0) {
-        double s[3], R[9];
-        csm_polar3(w->svd, M, R, s);
-        memcpy(M, R, sizeof R);
-        csm_m3_transpose(R, Minv);
-    }
-}
-
-/* Where the segment q0 -> q1 of a proxy's rest space enters it, q1 inside: the latest of the
-   times at which it enters the sphere and each half-space (the proxy is their intersection, so
-   the segment is inside from then on); -1 when q0 is inside already. */
-static double proxy_entry(const double *pr, const double q0[3], const double q1[3])
-{
-    double d[3] = {q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2]}, t = 0;
-    int outside = 0;
-    double a = csm_v3_dot(d, d), b = csm_v3_dot(q0, d), c = csm_v3_dot(q0, q0) - pr[0] * pr[0];
-    if (c > 0 && a > 0) {
-        outside = 1;
-        t = fmax(t, (-b - sqrt(fmax(b * b - a * c, 0.0))) / a);
-    }
-    for (int k = 0; k < (int)pr[1]; k++) {
-        const double *pl = &pr[5 + 4 * k];
-        double phi0 = csm_v3_dot(pl, q0) - pl[3], phi1 = csm_v3_dot(pl, q1) - pl[3];
-        if (phi0 <= 0) continue;
-        outside = 1;
-        if (phi0 - phi1 > 0) t = fmax(t, phi0 / (phi0 - phi1));
-    }
-    return outside ? fmin(t, 1.0) : -1.0;
-}
-
-/* Where the proxy of cl, standing in the world at x-bar + M p, pushes x out to: D = that point
-   minus x (zero when x is outside); returns |D|. A particle that was outside the proxy at the
-   step's start (x0 in the frame x-bar0 + M0 p, Minv0 its inverse; x0 NULL: not known) goes back
-   to where its path relative to the cluster entered it, the side it came from: through the
-   nearest face, a particle that crossed more than half the proxy in one step would come out
-   ahead of where it went in, faster than it came, with the cluster thrown back (energy created;
-   a cube thrown at 10 m/s onto a slab gained 1e46 J). One inside already leaves by the nearest
-   face (Jones et al. 2015). */
-static double proxy_push(const double *pr, const double com[3], const double M[9], const double Minv[9],
-                         const double x[3], const double *x0, const double *com0, const double *Minv0, double D[3])
-{
-    double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3], out[3], y[3];
-    D[0] = D[1] = D[2] = 0;
-    csm_m3_mul_v3(Minv, rel, local);
-    if (proxy_exit(pr, local, 0.0, out) <= 0) return 0;
-    if (x0) {
-        double rel0[3] = {x0[0] - com0[0], x0[1] - com0[1], x0[2] - com0[2]}, local0[3];
-        csm_m3_mul_v3(Minv0, rel0, local0);
-        double t = proxy_entry(pr, local0, local);
-        if (t >= 0)
-            for (int e = 0; e < 3; e++) out[e] = local0[e] + t * (local[e] - local0[e]);
-    }
-    csm_m3_mul_v3(M, out, y);
-    for (int e = 0; e < 3; e++) D[e] = com[e] + y[e] - x[e];
-    return csm_v3_norm(D);
-}
-
-/* The end of the run of listed pairs, from q0 on, that share q0's cluster. */
-static int32_t group_end(const csm_contacts *c, int32_t q0)
-{
-    int32_t q1 = q0;
-    while (q1 < c->npairs && c->pair[2 * q1 + 1] == c->pair[2 * q0 + 1]) q1++;
-    return q1;
-}
-
-/* Each cluster's rigid body at positions x0 (the step's start), which answers the pushes of the
-   particles in its proxy: [0..2] its weighted centre x-bar (the proxy's, for friction's slip),
-   [3..5] its centre of mass, [6..14] the pseudo-inverse of its inertia tensor about it, [15] the
-   inverse of its members' mass, [16] 1 when no member is pinned (it can move), [17..25] the
-   inverse of its proxy's map at x0 (proxy_frame), which places a particle's start in its rest
-   space. */
-static void proxy_body(csm_contacts *c, const csm_world *w, const double *x0, int32_t cl)
-{
-    const csm_clusters *C = &w->C;
-    const csm_particles *P = &w->P;
-    double *b = &c->body[BODY_STRIDE * cl], Axr[9], mass = 0, cm[3] = {0, 0, 0}, I[9] = {0};
-    csm_cluster_moments(C, x0, cl, b, Axr);
-    int movable = 1;
-    for (int32_t j = C->offset[cl]; j < C->offset[cl + 1]; j++) {
-        int32_t i = C->member[j];
-        movable &= P->inv_mass[i] > 0;
-        mass += P->mass[i];
-        for (int a = 0; a < 3; a++) cm[a] += P->mass[i] * x0[3 * i + a];
-    }
-    for (int a = 0; a < 3; a++) cm[a] = mass > 0 ? cm[a] / mass : 0.0;
-    for (int32_t j = C->offset[cl]; j < C->offset[cl + 1]; j++) {
-        int32_t i = C->member[j];
-        double r[3] = {x0[3 * i] - cm[0], x0[3 * i + 1] - cm[1], x0[3 * i + 2] - cm[2]}, rr = csm_v3_dot(r, r);
-        for (int a = 0; a < 3; a++)
-            for (int e = 0; e < 3; e++) I[3 * a + e] += P->mass[i] * ((a == e ? rr : 0.0) - r[a] * r[e]);
-    }
-    memcpy(&b[3], cm, sizeof cm);
-    csm_pinv_sym3(I, 1e-12, &b[6]);
-    b[15] = mass > 0 ? 1.0 / mass : 0.0;
-    b[16] = movable && mass > 0;
-    double com0[3], M0[9];
-    proxy_frame(w, x0, cl, com0, M0, &b[17]);
-}
-
-/* An impulse J on a body at r from its centre: its sum P and moment T. */
-static void body_impulse(const double r[3], const double J[3], double P[3], double T[3])
-{
-    double rJ[3];
-    csm_v3_cross(r, J, rJ);
-    for (int e = 0; e < 3; e++) {
-        P[e] += J[e];
-        T[e] += rJ[e];
-    }
-}
-
-/* Move cluster cl's members rigidly under the impulse P with moment T about the body's centre:
-   dx_j = P / M + omega x (x0_j - c), I omega = T. With the particles' opposite pushes at their
-   positions at the step's start, sum m dx and sum m x0 x dx over both sides are zero: a
-   position-based step keeps linear and angular momentum. */
-static void body_move(const csm_contacts *c, const csm_clusters *C, const double *b, int32_t cl, const double P[3],
-                      const double T[3], double *x)
-{
-    double omega[3];
-    csm_m3_mul_v3(&b[6], T, omega);
-    for (int32_t j = C->offset[cl]; j < C->offset[cl + 1]; j++) {
-        int32_t i = C->member[j];
-        const double *x0 = c->x0 ? &c->x0[3 * i] : &x[3 * i];
-        double r[3] = {x0[0] - b[3], x0[1] - b[4], x0[2] - b[5]}, turn[3];
-        csm_v3_cross(omega, r, turn);
-        for (int e = 0; e < 3; e++) x[3 * i + e] += P[e] * b[15] + turn[e];
-    }
-}
-
-static int cmp_candidate(const void *pa, const void *pb)
-{
-    const int32_t *a = pa, *b = pb; /* (particle, cluster): by cluster, then particle */
-    if (a[1] != b[1]) return a[1] < b[1] ? -1 : 1;
-    return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* List (particle i of cluster a, cluster b) for the members of a within b's world sphere grown
-   by d; with one object, not those b's proxy holds at rest (grown by d): they are its
-   neighbours in the material, not its contacts. */
-static int proxy_candidates(csm_contacts *c, const csm_world *w, const double *x, int32_t a, int32_t b, int same)
-{
-    const csm_clusters *C = &w->C;
-    const double *sb = &c->sphere[4 * b], *pr = &c->proxy[PROXY_STRIDE * b];
-    double reach = sb[3] + c->distance;
-    for (int32_t j = C->offset[a]; j < C->offset[a + 1]; j++) {
-        int32_t i = C->member[j];
-        const double *xi = &x[3 * i];
-        double r[3] = {xi[0] - sb[0], xi[1] - sb[1], xi[2] - sb[2]};
-        if (csm_v3_dot(r, r) >= reach * reach) continue;
-        if (same) {
-            const double *rest = &w->P.rest[3 * i];
-            double q[3] = {rest[0] - pr[2], rest[1] - pr[3], rest[2] - pr[4]};
-            if (proxy_exit(pr, q, c->distance, NULL) > 0) continue;
-        }
-        if (pair_push(c, i, b)) return -1;
-    }
-    return 0;
-}
-
-static int proxies_find(csm_contacts *c, const csm_world *w, const double *x)
-{
-    const csm_clusters *C = &w->C;
-    int32_t k = C->k, n = w->P.n;
-    if (k < 2) return 0;
-    if (csm_grow((void **)&c->proxy, &c->cap_proxy, (int64_t)PROXY_STRIDE * k, sizeof *c->proxy) ||
-        csm_grow((void **)&c->body, &c->cap_body, (int64_t)BODY_STRIDE * k, sizeof *c->body) ||
-        csm_grow((void **)&c->sphere, &c->cap_sphere, 4 * (int64_t)k, sizeof *c->sphere) ||
-        csm_grow((void **)&c->stamp, &c->cap_stamp, n, sizeof *c->stamp))
-        return -1;
-    if (c->proxy_k != k || c->proxy_epoch != C->epoch) { /* the first step (proxy_k 0), or the clusters changed */
-        for (int32_t cl = 0; cl < k; cl++) proxy_build(c, w, cl);
-        c->proxy_epoch = C->epoch;
-        c->proxy_k = k;
-    }
-    const double *x0 = c->x0 ? c->x0 : x;
-    double widest = 0;
-    for (int32_t cl = 0; cl < k; cl++) {
-        double M[9], Minv[9], U[9], s[3], V[9], *sp = &c->sphere[4 * cl];
-        proxy_frame(w, x, cl, sp, M, Minv);
-        csm_svd3_fast(M, U, s, V);
-        sp[3] = fabs(s[0]) * c->proxy[PROXY_STRIDE * cl]; /* the proxy's farthest reach in the world */
-        widest = fmax(widest, sp[3]);
-        proxy_body(c, w, x0, cl);
-    }
-    /* two spheres that overlap within d have centres closer than 2 widest + d: neighbouring cells */
-    double inv = 1.0 / (2.0 * widest + c->distance);
-    if (grid_sort(c, c->sphere, 4, k, inv)) return -1;
-    for (int32_t i = 0; i < n; i++) c->stamp[i] = -1;
-    for (int32_t a = 0; a < k; a++) {
-        const double *sa = &c->sphere[4 * a];
-        int32_t oa = csm_cluster_object(w, a);
-        for (int32_t j = C->offset[a]; j < C->offset[a + 1]; j++) c->stamp[C->member[j]] = a;
-        uint32_t seen[27];
-        int nseen = grid_around(c, sa, inv, seen);
-        for (int s = 0; s < nseen; s++)
-            for (int32_t t = c->cell_start[seen[s]]; t < c->cell_start[seen[s] + 1]; t++) {
-                int32_t b = c->sorted[t];
-                if (b <= a) continue;
-                const double *sb = &c->sphere[4 * b];
-                double r[3] = {sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2]}, reach = sa[3] + sb[3] + c->distance;
-                if (csm_v3_dot(r, r) >= reach * reach) continue;
-                int same = csm_cluster_object(w, b) == oa;
-                if (same && !c->cfg.self) continue;
-                int shared = 0; /* clusters that share a particle never collide (Jones et al. 2015) */
-                for (int32_t j = C->offset[b]; j < C->offset[b + 1] && same && !shared; j++)
-                    shared = c->stamp[C->member[j]] == a;
-                if (shared) continue;
-                if (proxy_candidates(c, w, x, a, b, same) || proxy_candidates(c, w, x, b, a, same)) return -1;
-            }
-    }
-    /* by cluster, each (particle, cluster) once: a particle of several clusters near b is listed by each */
-    if (c->npairs) qsort(c->pair, (size_t)c->npairs, 2 * sizeof *c->pair, cmp_candidate);
-    int32_t kept = 0;
-    for (int32_t q = 0; q < c->npairs; q++) {
-        if (kept && c->pair[2 * q] == c->pair[2 * kept - 2] && c->pair[2 * q + 1] == c->pair[2 * kept - 1]) continue;
-        c->pair[2 * kept] = c->pair[2 * q];
-        c->pair[2 * kept + 1] = c->pair[2 * q + 1];
-        kept++;
-    }
-    c->npairs = kept;
-    return pairs_ready(c);
-}
-
-/* The body's inverse mass along u for a push at r from its centre: 1/M + (r x u) . I^-1 (r x u). */
-static double body_inverse_mass(const double *b, const double r[3], const double u[3])
-{
-    double ru[3], Iru[3];
-    csm_v3_cross(r, u, ru);
-    csm_m3_mul_v3(&b[6], ru, Iru);
-    return b[15] + csm_v3_dot(ru, Iru);
-}
-
-/* One projection: cfg.passes passes over the clusters that have candidates, in cluster order. A
-   cluster's frame is taken at x once per pass and every candidate's push out of its proxy is
-   found there (proxy_push). With reaction rigid the pushes are then shared between each particle
-   and the cluster's body (its members moving rigidly, body_move) in proportion to their inverse
-   masses along the push, the body's mass split evenly among the n candidates that push it at
-   once (mass splitting: each sees 1/n of the body, so that the body's one move by the sum of
-   their opposite impulses closes each contact, not n times it). Moving each particle the whole
-   way out and the body by the whole opposite impulse as well, as before, throws a light body
-   back by the sum of its heavy contacts' impulses: a 0.1 kg cube on a 10 kg slab went further
-   out on every pass, to 1e46 J. Friction takes back the particle's slip relative to the
-   cluster's centre the same way, at most mu times its pushes (after Macklin et al. 2014 Sec 6.1).
-   With reaction jones2015 the particle moves alone, the whole way out through the nearest face
-   (Jones et al. 2015 with gamma = 1); with a pinned member the body stays and the particle moves
-   the whole way out. */
-static void proxies_project(csm_contacts *c, const csm_world *w, double *x)
-{
-    const csm_clusters *C = &w->C;
-    const double *im = w->P.inv_mass;
-    double mu = c->x0 ? c->cfg.friction : 0.0;
-    int rigid = c->cfg.reaction == CSM_REACTION_RIGID;
-    for (int32_t pass = 0; pass < c->cfg.passes; pass++)
-        for (int32_t q0 = 0, q1; q0 < c->npairs; q0 = q1) {
-            int32_t cl = c->pair[2 * q0 + 1];
-            q1 = group_end(c, q0);
-            const double *pr = &c->proxy[PROXY_STRIDE * cl], *b = &c->body[BODY_STRIDE * cl];
-            double com[3], M[9], Minv[9], P[3] = {0, 0, 0}, T[3] = {0, 0, 0};
-            int moves = rigid && b[16] > 0, active = 0;
-            proxy_frame(w, x, cl, com, M, Minv);
-            for (int32_t q = q0; q < q1; q++) {
-                int32_t i = c->pair[2 * q];
-                const double *x0i = c->x0 ? &c->x0[3 * i] : &x[3 * i];
-                double *D = &c->push[4 * q];
-                D[3] = proxy_push(pr, com, M, Minv, &x[3 * i], c->x0 && rigid ? x0i : NULL, b, &b[17], D);
-                active += D[3] > 0 && im[i] > 0;
-            }
-            for (int32_t q = q0; q < q1; q++) {
-                int32_t i = c->pair[2 * q];
-                double *xi = &x[3 * i], *nq = &c->normal[3 * q], *lam = &c->lambda[2 * q];
-                const double *x0i = c->x0 ? &c->x0[3 * i] : xi, *D = &c->push[4 * q];
-                double r[3] = {x0i[0] - b[3], x0i[1] - b[4], x0i[2] - b[5]}, len = D[3];
-                if (len > 0 && im[i] > 0) {
-                    for (int e = 0; e < 3; e++) nq[e] = D[e] / len;
-                    double wb = moves ? active * body_inverse_mass(b, r, nq) : 0.0;
-                    double l = len / (im[i] + wb), J[3]; /* the push, an impulse times h; J the body's */
-                    for (int e = 0; e < 3; e++) {
-                        xi[e] += im[i] * l * nq[e];
-                        J[e] = -l * nq[e];
-                    }
-                    body_impulse(r, J, P, T);
-                    lam[0] += l;
-                }
-                if (mu > 0 && lam[0] > 0 && im[i] > 0) { /* Coulomb friction on the slip relative to the cluster's centre (after Macklin et al. 2014 Sec 6.1) */
-                    double slip[3];
-                    for (int e = 0; e < 3; e++) slip[e] = (xi[e] - x0i[e]) - (com[e] - b[e]);
-                    double sn = csm_v3_dot(slip, nq);
-                    for (int e = 0; e < 3; e++) slip[e] -= sn * nq[e];
-                    double len = csm_v3_norm(slip);
-                    if (!(len > 0)) continue;
-                    double u[3] = {slip[0] / len, slip[1] / len, slip[2] / len};
-                    double wb = moves ? (active > 0 ? active : 1) * body_inverse_mass(b, r, u) : 0.0;
-                    double t = fmin(len / (im[i] + wb), mu * lam[0] - lam[1]);
-                    if (!(t > 0)) continue;
-                    lam[1] += t;
-                    double J[3];
-                    for (int e = 0; e < 3; e++) {
-                        xi[e] -= im[i] * t * u[e];
-                        J[e] = t * u[e];
-                    }
-                    body_impulse(r, J, P, T);
-                }
-            }
-            if (moves) body_move(c, C, b, cl, P, T, x);
-        }
-}
-
-/* The deepest push out of a proxy, in the world, over the listed candidates at positions x. */
-static double proxies_depth(const csm_contacts *c, const csm_world *w, const double *x)
-{
-    double deepest = 0;
-    for (int32_t q0 = 0, q1; q0 < c->npairs; q0 = q1) {
-        int32_t cl = c->pair[2 * q0 + 1];
-        q1 = group_end(c, q0);
-        double com[3], M[9], Minv[9], D[3];
-        proxy_frame(w, x, cl, com, M, Minv);
-        for (int32_t q = q0; q < q1; q++)
-            deepest = fmax(deepest, proxy_push(&c->proxy[PROXY_STRIDE * cl], com, M, Minv, &x[3 * c->pair[2 * q]], NULL,
-                                               NULL, NULL, D));
-    }
-    return deepest;
-}
-
 int csm_contacts_find(csm_contacts *c, const csm_world *w, const double *x)
 {
     c->npairs = 0;
     if (!(c->distance > 0)) return 0;
-    return c->cfg.method == CSM_CONTACT_PROXIES ? proxies_find(c, w, x) : particles_find(c, w, x);
+    return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_find(c, w, x) : particles_find(c, w, x);
 }
 
 void csm_contacts_project(csm_contacts *c, const csm_world *w, double *x)
 {
     if (c->cfg.method == CSM_CONTACT_PROXIES)
-        proxies_project(c, w, x);
+        csm_proxies_project(c, w, x);
     else
         particles_project(c, w, x);
 }
 
 double csm_contacts_depth(const csm_contacts *c, const csm_world *w, const double *x)
 {
-    return c->cfg.method == CSM_CONTACT_PROXIES ? proxies_depth(c, w, x) : particles_depth(c, x);
+    return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_depth(c, w, x) : particles_depth(c, x);
 }

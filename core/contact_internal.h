@@ -1,0 +1,26 @@
+/* What contact.c (the broad phase, particle contact and the dispatch) and contact_proxies.c (Jones
+   2015's proxies) share. Internal to core/. */
+#ifndef CSM_CONTACT_INTERNAL_H
+#define CSM_CONTACT_INTERNAL_H
+
+#include "contact.h"
+#include "world.h"
+
+/* Counting sort of n points (stride doubles apart) into the hashed cells of size 1 / inv:
+   c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b holds
+   sorted[cell_start[b], cell_start[b + 1]). Returns -1 when out of memory. */
+int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, double inv);
+/* The buckets of the 27 cells around point q, each once (two cells may share a bucket); returns
+   how many. */
+int csm_contacts_grid_around(const csm_contacts *c, const double q[3], double inv, uint32_t seen[27]);
+/* Room for one more pair; -1 when out of memory. */
+int csm_contacts_pair_push(csm_contacts *c, int32_t a, int32_t b);
+/* Room for each listed pair's direction and pushes, the pushes zero. */
+int csm_contacts_pairs_ready(csm_contacts *c);
+
+/* contact.method: proxies (contact_proxies.c): csm_contacts_find, _project and _depth. */
+int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x);
+void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x);
+double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x);
+
+#endif
