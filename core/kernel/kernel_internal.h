@@ -25,7 +25,7 @@ static const double lane_keep[CSM_LANES + 1][CSM_LANES] = {
    into lane j - lo; otherwise whole blocks lo, lo + CSM_LANES, ... go lane by lane, and the rest
    is taken as the block that ends at hi, with the lanes already counted weighted 0. The lanes are
    then summed in the tree of csm_lanes_sum, so the sums are the same bits on every instruction
-   set (test_kernel holds them to this order written in scalar code).
+   set (test_lanes holds them to this order written in scalar code).
 
    BLOCK(m, pp, wm, keep, o) for each block, on vectors (simd.h): m the 8 members' particles, pp
    their rest positions p (24 doubles), wm their w m, keep a vector of 1 and 0, o the block's

@@ -1,0 +1,324 @@
+/* Forces and colliders: the force plugins' impulses, the load's traction, and colliders that stop,
+   carry and push a body along their scripted paths. */
+#include "sim_run.h"
+
+#include "csm_math.h"
+#include "kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CUBE CSM_TEST_DIR "/configs/solver_cube.yaml"
+
+/* compress and twist act about the object's centre of mass and sum to zero; drag pulls towards
+   the wind; all are accelerations, independent of particle mass. */
+static void test_forces(void **state)
+{
+    (void)state;
+    const char *sets[] = {"forces=[{type: compress, scale: 3, until: 1}, {type: twist, scale: 2, axis: [0, 0, 2]}, "
+                          "{type: drag, coefficient: 0.5, wind: [1, 0, 0]}]"};
+    run r;
+    run_start(&r, CUBE, sets, 1);
+    csm_world *w = &r.sim.w;
+    csm_particles *P = &w->P;
+    memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
+    for (int k = 0; k < r.sim.nforces; k++) {
+        csm_error err;
+        if (r.sim.forces[k].apply(w, r.sim.forces[k].state, 0.01, &err)) fail_msg("%s", err.msg);
+    }
+    double M = 0, c[3] = {0, 0, 0}, worst = 0, scale = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        M += P->mass[i];
+        for (int d = 0; d < 3; d++) c[d] += P->mass[i] * P->x[3 * i + d];
+    }
+    for (int d = 0; d < 3; d++) c[d] /= M;
+    for (int32_t i = 0; i < P->n; i++) {
+        const double *x = &P->x[3 * i], *v = &P->v[3 * i];
+        double r3[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
+        double s = r3[2] > 0 ? 1 : r3[2] < 0 ? -1 : 0;
+        double expect[3] = {-3 * r3[0] - 2 * s * r3[1] - 0.5 * (v[0] - 1), 2 * s * r3[0] - 0.5 * v[1], -0.5 * v[2]};
+        for (int d = 0; d < 3; d++) {
+            worst = fmax(worst, fabs(P->force[3 * i + d] / P->mass[i] - expect[d]));
+            scale = fmax(scale, fabs(expect[d]));
+        }
+    }
+    assert_close(worst, 0.0, 1e-12 * scale);
+    /* after `until`, compress stops */
+    w->time = 1.5;
+    memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
+    csm_error err;
+    if (r.sim.forces[0].apply(w, r.sim.forces[0].state, 0.01, &err)) fail_msg("%s", err.msg);
+    for (int32_t k = 0; k < 3 * P->n; k++) assert_true(P->force[k] == 0.0);
+    run_stop(&r);
+}
+
+/* A load spreads its resultant over the particles of its slab by mass: the forces sum to the
+   force and their moment about the slab's centre of mass at rest to the torque; nothing else is
+   touched, and its potential is minus the forces' work from the origin. */
+static void test_load(void **state)
+{
+    (void)state;
+    const char *sets[] = {"forces=[{type: load, axis: y, from: 0.95, to: 2, force: [1, -2, 3], torque: [0.5, -0.2, 0.3]}]"};
+    run r;
+    run_start(&r, CUBE, sets, 1);
+    csm_world *w = &r.sim.w;
+    csm_particles *P = &w->P;
+    memset(P->force, 0, sizeof(double) * 3 * (size_t)P->n);
+    csm_error err;
+    if (r.sim.forces[0].apply(w, r.sim.forces[0].state, 0.01, &err)) fail_msg("%s", err.msg);
+    double F[3] = {0, 0, 0}, M = 0, C[3] = {0, 0, 0}, T[3] = {0, 0, 0}, U = 0;
+    int32_t n = 0;
+    for (int32_t i = 0; i < P->n; i++) {
+        const double *f = &P->force[3 * i];
+        if (P->rest[3 * i + 1] < 0.95) {
+            assert_true(f[0] == 0.0 && f[1] == 0.0 && f[2] == 0.0);
+            continue;
+        }
+        n++;
+        M += P->mass[i];
+        for (int d = 0; d < 3; d++) F[d] += f[d], C[d] += P->mass[i] * P->rest[3 * i + d];
+        U -= csm_v3_dot(f, &P->x[3 * i]);
+    }
+    assert_true(n > 3);
+    for (int d = 0; d < 3; d++) C[d] /= M;
+    for (int32_t i = 0; i < P->n; i++) {
+        if (P->rest[3 * i + 1] < 0.95) continue;
+        double rr[3] = {P->rest[3 * i] - C[0], P->rest[3 * i + 1] - C[1], P->rest[3 * i + 2] - C[2]}, t[3];
+        csm_v3_cross(rr, &P->force[3 * i], t);
+        for (int d = 0; d < 3; d++) T[d] += t[d];
+    }
+    const double Fe[3] = {1, -2, 3}, Te[3] = {0.5, -0.2, 0.3};
+    for (int d = 0; d < 3; d++) {
+        assert_close(F[d], Fe[d], 1e-12);
+        assert_close(T[d], Te[d], 1e-12);
+    }
+    assert_close(r.sim.forces[0].potential(w, r.sim.forces[0].state), U, 1e-12);
+    run_stop(&r);
+}
+
+/* The sphere collider pushes particles onto its surface and reflects the normal velocity with
+   restitution; the shell variant keeps them inside. Pinned particles stay put. */
+static void test_sphere_collider(void **state)
+{
+    (void)state;
+    const char *sets[] = {
+        "objects.0={shape: {type: points, positions: [[0.5, 0, 0], [0, 0.9, 0], [0, 0, 2], [0.1, 0, 0]]}, "
+        "velocity: [-1, 0, 0], pinned: {indices: [3]}}",
+        "forces=[]", "colliders=[{type: sphere, radius: 1, restitution: 1, friction: 0, bounce_threshold: 0}]"};
+    run r;
+    run_start(&r, CUBE, sets, 3);
+    csm_world *w = &r.sim.w;
+    csm_particles *P = &w->P;
+    csm_error err;
+    if (r.sim.colliders[0].apply(w, r.sim.colliders[0].state, 0.01, &err)) fail_msg("%s", err.msg);
+    assert_close(P->x[0], 1.0, 1e-15);
+    assert_close(P->v[0], 1.0, 1e-15); /* reflected, restitution 1 */
+    assert_close(csm_v3_norm(&P->x[3]), 1.0, 1e-15);
+    assert_close(P->v[3], -1.0, 1e-15); /* tangential: kept without friction */
+    assert_close(P->x[6 + 2], 2.0, 0.0);  /* outside: untouched */
+    assert_close(P->x[9], 0.1, 0.0);      /* pinned */
+    run_stop(&r);
+}
+
+/* Applies collider k of a run once, as a step from t0 of length h would. */
+static void collide(run *r, int k, double t0, double h)
+{
+    csm_error err;
+    r->sim.w.time = t0;
+    if (r->sim.colliders[k].apply(&r->sim.w, r->sim.colliders[k].state, h, &err)) fail_msg("%s", err.msg);
+}
+
+/* Moving colliders follow their path and the response is relative to the surface's velocity: a
+   rising floor lifts a particle to where it is and gives it its speed, and stops with it at
+   `until`; a belt carries a particle that lands on it; a spinning shell drags a particle along its
+   wall. A box pushes out through its nearest face, turned by `rotate`, and a
+   container box pushes back in. */
+static void test_moving_colliders(void **state)
+{
+    (void)state;
+    const char *sets[] = {
+        "objects.0={shape: {type: points, positions: [[0, 0.3, 0], [0, -0.01, 0], [0.99, 0, 0], [0, 0, 0]]}, "
+        "velocity: [0, 0, 0], pinned: {indices: [3]}}",
+        "forces=[]",
+        "colliders=[{type: plane, velocity: [0, 2, 0], until: 0.5, restitution: 0, friction: 0}, "
+        "{type: plane, velocity: [1, 0, 0], restitution: 0, friction: 100}, "
+        "{type: sphere, radius: 1, inside: true, angular_velocity: [0, 0, 3], restitution: 0, friction: 100}, "
+        "{type: box, size: [0.2, 2, 0.2], rotate: [0, 0, 90], center: [0, 0.3, 0], friction: 0}, "
+        "{type: box, size: [2, 2, 2], inside: true, velocity: [0, 0, 1], restitution: 0, friction: 0}]"};
+    run r;
+    run_start(&r, CUBE, sets, 3);
+    csm_particles *P = &r.sim.w.P;
+    double h = 0.01;
+
+    /* the rising floor, at y = 2 (0.21) = 0.42 by the step's end */
+    collide(&r, 0, 0.2, h);
+    assert_close(P->x[1], 0.42, 1e-15);
+    assert_close(P->v[1], 2.0, 1e-12);
+    assert_close(P->x[4], 0.42, 1e-15); /* the particle below the floor too */
+    /* after `until` it stays at y = 1, and no longer moves */
+    P->v[1] = P->v[4] = 0;
+    collide(&r, 1.0, h, h);
+    collide(&r, 0, 1.0, h);
+    assert_close(P->x[1], 1.0, 1e-15);
+    assert_close(P->v[1], 0.0, 0.0);
+    assert_close(P->x[9 + 1], 0.0, 0.0); /* pinned */
+
+    /* the belt: a particle falling onto it at 1 m/s leaves with the belt's speed */
+    P->x[4] = -0.01;
+    P->v[3] = 0, P->v[4] = -1, P->v[5] = 0;
+    collide(&r, 1, 3.0, h);
+    assert_close(P->x[4], 0.0, 1e-15);
+    assert_close(P->v[3], 1.0, 1e-12);
+    assert_close(P->v[4], 0.0, 1e-12);
+
+    /* the spinning shell: a particle at its wall, moving out at 1 m/s, turns with the wall */
+    P->x[6] = 1.01, P->x[7] = P->x[8] = 0;
+    P->v[6] = 1, P->v[7] = P->v[8] = 0;
+    collide(&r, 2, 0.0, h);
+    assert_close(csm_v3_norm(&P->x[6]), 1.0, 1e-15);
+    /* the wall's velocity over the step: the chord of its turn by 0.03 rad, omega x r = (0, 3, 0)
+       to first order */
+    assert_close(P->v[6], (1 - cos(0.03)) / h, 1e-12);
+    assert_close(P->v[7], sin(0.03) / h, 1e-12);
+    assert_close(P->v[8], 0.0, 0.0);
+
+    /* the solid box, 2 m tall but turned a quarter about z, so 2 m along x and 0.2 m along y */
+    P->x[0] = 0.5, P->x[1] = 0.35, P->x[2] = 0;
+    P->v[0] = P->v[1] = P->v[2] = 0;
+    collide(&r, 3, 0.0, h);
+    assert_close(P->x[0], 0.5, 1e-15);
+    assert_close(P->x[1], 0.4, 1e-12); /* out through the top face at y = 0.3 + 0.1 */
+
+    /* the container, moving along z: a particle left behind is pushed back in, at its speed */
+    P->x[0] = 0, P->x[1] = 0, P->x[2] = -0.5;
+    P->v[0] = P->v[1] = P->v[2] = 0;
+    collide(&r, 4, 1.0, h); /* its faces at z = 1.01 -+ 1 */
+    assert_close(P->x[2], 0.01, 1e-12);
+    assert_close(P->v[2], 1.0, 1e-12);
+    run_stop(&r);
+}
+
+/* A config whose collider stops before it starts is refused, naming the collider. */
+static void test_collider_path_is_checked(void **state)
+{
+    (void)state;
+    csm_register_builtins();
+    const char *sets[] = {"colliders=[{type: box, from: 2, until: 1}]"};
+    csm_config cfg;
+    csm_sim sim;
+    csm_error err;
+    if (csm_config_load(CUBE, sets, 1, &cfg, &err)) fail_msg("%s", err.msg);
+    assert_int_not_equal(csm_sim_create(&cfg, &sim, &err), 0);
+    assert_non_null(strstr(err.msg, "until = 1 is before from = 2"));
+    csm_config_free(&cfg);
+}
+
+/* Keyframes move a collider's centre piecewise linearly and hold it outside their times: a press
+   plate that goes down 0.5 m in 1 s, holds for 1 s and comes back. Keyframes out of order are a
+   one-line error naming the file, line and key. */
+static void test_collider_keyframes(void **state)
+{
+    (void)state;
+    const char *sets[] = {
+        "objects.0={shape: {type: points, positions: [[0, 0.9, 0], [0, 0.3, 0]]}, velocity: [0, 0, 0]}", "forces=[]",
+        "colliders=[{type: plane, normal: [0, -1, 0], offset: -1, restitution: 0, friction: 0, "
+        "keyframes: [[0, 0, 0, 0], [1, 0, -0.5, 0], [2, 0, -0.5, 0], [3, 0, 0, 0]]}]"};
+    run r;
+    run_start(&r, CUBE, sets, 3);
+    csm_particles *P = &r.sim.w.P;
+    collide(&r, 0, 0.49, 0.01); /* the plate at y = 1 - 0.25 by the step's end, coming down at 0.5 m/s */
+    assert_close(P->x[1], 0.75, 1e-12);
+    assert_close(P->v[1], -0.5, 1e-12);
+    assert_close(P->x[4], 0.3, 0.0);
+    P->v[1] = 0;
+    collide(&r, 0, 1.5, 0.01); /* held at y = 0.5 */
+    assert_close(P->x[1], 0.5, 1e-12);
+    assert_close(P->v[1], 0.0, 1e-12);
+    P->x[1] = 0.45;
+    collide(&r, 0, 2.49, 0.01); /* going back up: the plate is at 0.75 and the particle is free */
+    assert_close(P->x[1], 0.45, 0.0);
+    collide(&r, 0, 10, 0.01); /* back at rest where it started */
+    assert_close(P->x[1], 0.45, 0.0);
+    run_stop(&r);
+
+    const char *bad[] = {"colliders=[{type: plane, keyframes: [[0, 0, 0, 0], [0, 1, 0, 0]]}]"};
+    csm_config cfg;
+    csm_error err;
+    assert_int_not_equal(csm_config_load(CUBE, bad, 1, &cfg, &err), 0);
+    assert_non_null(strstr(err.msg, "colliders[0].keyframes[1]: its time 0 does not come after 0"));
+}
+
+/* A small soft block dropped from just above a floor, for the moving-collider tests. */
+static const char *belt =
+    "name: belt\n"
+    "seed: 1\n"
+    "time: {dt: 0.0166667, frames: 180, substeps: 2}\n"
+    "objects:\n"
+    "  - shape: {type: box, size: [0.4, 0.4, 0.4]}\n"
+    "    sampling: {type: grid, spacing: 0.1}\n"
+    "    mass: 1.0\n"
+    "    position: [0, 0.25, 0]\n"
+    "clustering: {method: random_radius, radius: 0.25}\n"
+    "solver: {integrator: shape_matching, alpha: 0.5, damping: 0.05}\n"
+    "forces: [{type: gravity}]\n";
+
+/* The velocity of a run's centre of mass along x, averaged over its last `frames` frames. */
+static double mean_vx_late(const char *const *sets, int nsets, int frames)
+{
+    run r;
+    run_start_text(&r, "belt.yaml", belt, sets, nsets);
+    double sum = 0, M = 0;
+    const csm_particles *P = &r.sim.w.P;
+    for (int32_t i = 0; i < P->n; i++) M += P->mass[i];
+    for (int f = 0; f < r.cfg.frames; f++) {
+        run_frame(&r);
+        if (f < r.cfg.frames - frames) continue;
+        for (int32_t i = 0; i < P->n; i++) sum += P->mass[i] * P->v[3 * i];
+    }
+    run_stop(&r);
+    return sum / (M * frames);
+}
+
+/* Friction acts on the velocity relative to the surface: a block dropped onto a floor that slides
+   at 1 m/s along x is carried at the belt's speed after 3 s (0.9996 m/s over the last half second,
+   measured); on a frictionless belt it stays where it landed. */
+static void test_belt_carries_a_block(void **state)
+{
+    (void)state;
+    const char *grip[] = {"colliders=[{type: plane, velocity: [1, 0, 0], restitution: 0, friction: 0.5}]"};
+    const char *slip[] = {"colliders=[{type: plane, velocity: [1, 0, 0], restitution: 0, friction: 0}]"};
+    double vg = mean_vx_late(grip, 1, 30), vs = mean_vx_late(slip, 1, 30);
+    printf("block on a 1 m/s belt: %.4f m/s with friction, %.2g without\n", vg, vs);
+    assert_close(vg, 1.0, 0.02);
+    assert_close(vs, 0.0, 1e-9);
+}
+
+/* A plate pushes: the plane x = -0.4 (normal +x) moving at 0.5 m/s meets the block resting on a
+   floor with friction 0.5 after 0.4 s and drives it ahead at its own speed, the floor's friction
+   holding the block against it (0.5000 m/s, measured). On a frictionless floor the stiff block
+   leaves the plate at 0.58 m/s: the block's own elasticity, not the plate's restitution of 0. */
+static void test_plate_pushes_a_block(void **state)
+{
+    (void)state;
+    const char *push[] = {"colliders=[{type: plane, restitution: 0, friction: 0.5}, "
+                          "{type: plane, normal: [1, 0, 0], offset: -0.4, velocity: [0.5, 0, 0], restitution: 0, friction: 0}]",
+                          "solver={integrator: strain_limited, alpha: 1, gamma: 0, iterations: 10}"};
+    double v = mean_vx_late(push, 2, 30);
+    printf("block pushed by a 0.5 m/s plate: %.4f m/s\n", v);
+    assert_close(v, 0.5, 0.005);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forces),
+        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_sphere_collider),
+        cmocka_unit_test(test_moving_colliders),
+        cmocka_unit_test(test_collider_path_is_checked),
+        cmocka_unit_test(test_collider_keyframes),
+        cmocka_unit_test(test_belt_carries_a_block),
+        cmocka_unit_test(test_plate_pushes_a_block),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
