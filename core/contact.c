@@ -69,89 +69,6 @@ int csm_contacts_excluded(const csm_contacts *c, const csm_world *w, int32_t i, 
     return 0;
 }
 
-/* The grid cell of a coordinate, clamped far from the origin so that it fits an int64. */
-static int64_t cell_of(double x, double inv)
-{
-    double q = floor(x * inv);
-    return (int64_t)fmin(fmax(q, -4.0e15), 4.0e15);
-}
-
-static uint32_t hash_cell(int64_t a, int64_t b, int64_t c, uint32_t mask)
-{
-    uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ (uint64_t)b * 0xC2B2AE3D27D4EB4Full ^
-                 (uint64_t)c * 0x165667B19E3779F9ull;
-    h ^= h >> 29;
-    return (uint32_t)h & mask;
-}
-
-/* Counting sort of n points (stride doubles apart) into the hashed cells of size 1 / inv:
-   c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b holds
-   sorted[cell_start[b], cell_start[b + 1]). Returns -1 when out of memory. */
-int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, double inv)
-{
-    int32_t buckets = 1;
-    while (buckets < 2 * n && buckets < (1 << 30)) buckets <<= 1;
-    c->buckets = buckets;
-    if (csm_grow((void **)&c->cell_start, &c->cap_start, (int64_t)buckets + 1, sizeof *c->cell_start) ||
-        csm_grow((void **)&c->sorted, &c->cap_sorted, n, sizeof *c->sorted) ||
-        csm_grow((void **)&c->bucket, &c->cap_bucket, n, sizeof *c->bucket))
-        return -1;
-    uint32_t mask = (uint32_t)buckets - 1;
-    memset(c->cell_start, 0, sizeof *c->cell_start * ((size_t)buckets + 1));
-    for (int32_t i = 0; i < n; i++) {
-        const double *xi = &pts[(size_t)stride * i];
-        c->bucket[i] = hash_cell(cell_of(xi[0], inv), cell_of(xi[1], inv), cell_of(xi[2], inv), mask);
-        c->cell_start[c->bucket[i] + 1]++;
-    }
-    for (int32_t b = 0; b < buckets; b++) c->cell_start[b + 1] += c->cell_start[b];
-    for (int32_t i = 0; i < n; i++) c->sorted[c->cell_start[c->bucket[i]]++] = i;
-    for (int32_t b = buckets; b > 0; b--) c->cell_start[b] = c->cell_start[b - 1];
-    c->cell_start[0] = 0;
-    return 0;
-}
-
-/* The buckets of the 27 cells around point q, each once (two cells may share a bucket); returns
-   how many. */
-int csm_contacts_grid_around(const csm_contacts *c, const double q[3], double inv, uint32_t seen[27])
-{
-    uint32_t mask = (uint32_t)c->buckets - 1;
-    int64_t ci[3] = {cell_of(q[0], inv), cell_of(q[1], inv), cell_of(q[2], inv)};
-    int nseen = 0;
-    for (int dz = -1; dz <= 1; dz++)
-        for (int dy = -1; dy <= 1; dy++)
-            for (int dx = -1; dx <= 1; dx++) {
-                uint32_t b = hash_cell(ci[0] + dx, ci[1] + dy, ci[2] + dz, mask);
-                int dup = 0;
-                for (int s = 0; s < nseen && !dup; s++) dup = seen[s] == b;
-                if (!dup) seen[nseen++] = b;
-            }
-    return nseen;
-}
-
-/* Room for one more pair; -1 when out of memory. */
-int csm_contacts_pair_push(csm_contacts *c, int32_t a, int32_t b)
-{
-    if (csm_grow((void **)&c->pair, &c->cap_pair, 2 * ((int64_t)c->npairs + 1), sizeof *c->pair)) return -1;
-    c->pair[2 * c->npairs] = a;
-    c->pair[2 * c->npairs + 1] = b;
-    c->npairs++;
-    return 0;
-}
-
-/* Room for each listed pair's direction and pushes, the pushes zero. */
-int csm_contacts_pairs_ready(csm_contacts *c)
-{
-    if (csm_grow((void **)&c->lambda, &c->cap_lambda, 2 * (int64_t)c->npairs, sizeof *c->lambda) ||
-        csm_grow((void **)&c->normal, &c->cap_normal, 3 * (int64_t)c->npairs, sizeof *c->normal) ||
-        csm_grow((void **)&c->push, &c->cap_push, 4 * (int64_t)c->npairs, sizeof *c->push))
-        return -1;
-    if (c->npairs) {
-        memset(c->lambda, 0, sizeof *c->lambda * 2 * (size_t)c->npairs);
-        memset(c->normal, 0, sizeof *c->normal * 3 * (size_t)c->npairs);
-    }
-    return 0;
-}
-
 static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
 {
     const csm_particles *P = &w->P;
@@ -247,21 +164,6 @@ static double particles_depth(const csm_contacts *c, const double *x)
     }
     return deepest;
 }
-
-/* Cluster proxies (Jones et al. 2015, Sec "Collision Detection"; Falkenstein 2017 Sec 2.3.1,
-   "Collision Handling", uses them). Each cluster's proxy lives in its rest space, the frame of
-   its offsets p_ic: a sphere about its rest centre of mass through its farthest member,
-   intersected with the half-spaces that bound its members along the principal axes of A_rr
-   (and, here, along the rest frame's axes), the whole grown by the contact
-   distance d so that a face of particles keeps the same gap as with method particles. A particle
-   x of another cluster is taken to that rest space by F^-1 (x - x-bar), pushed out through the
-   nearest face there, and taken back by F; the paper moves the particle alone. Here the cluster
-   answers with the opposite impulse as a rigid body about its centre of mass at the step's
-   start, so the pair keeps linear and angular momentum (reaction: jones2015 is the paper's).
-
-   Two clusters that share a particle never collide (the paper's rule). With `self`, a particle
-   that the proxy of a cluster of its own object holds at rest (grown by d) is no contact of that
-   cluster either: it is the cluster's neighbour in the material, held by the shape matching. */
 
 int csm_contacts_find(csm_contacts *c, const csm_world *w, const double *x)
 {

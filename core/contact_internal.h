@@ -1,5 +1,6 @@
-/* What contact.c (the broad phase, particle contact and the dispatch) and contact_proxies.c (Jones
-   2015's proxies) share. Internal to core/. */
+/* What contact's files share: contact_grid.c's broad phase, which contact.c (particle contact and
+   the dispatch) and contact_proxies.c (Jones 2015's proxies) both use, and the proxies' entry
+   points. Internal to core/. */
 #ifndef CSM_CONTACT_INTERNAL_H
 #define CSM_CONTACT_INTERNAL_H
 

@@ -1,7 +1,18 @@
-/* Jones 2015's collision proxies (contact.method: proxies): each cluster's bounding planes in its
-   rest frame, the pairs of clusters whose proxies overlap, and the pushes that take a particle out
-   of another object's proxy, shared between the particle and the proxy's cluster as a body. The
-   broad phase and the dispatch are in contact.c. */
+/* Cluster proxies (contact.method: proxies; Jones et al. 2015, Sec "Collision Detection"; Falkenstein 2017 Sec 2.3.1,
+   "Collision Handling", uses them). Each cluster's proxy lives in its rest space, the frame of
+   its offsets p_ic: a sphere about its rest centre of mass through its farthest member,
+   intersected with the half-spaces that bound its members along the principal axes of A_rr
+   (and, here, along the rest frame's axes), the whole grown by the contact
+   distance d so that a face of particles keeps the same gap as with method particles. A particle
+   x of another cluster is taken to that rest space by F^-1 (x - x-bar), pushed out through the
+   nearest face there, and taken back by F; the paper moves the particle alone. Here the cluster
+   answers with the opposite impulse as a rigid body about its centre of mass at the step's
+   start, so the pair keeps linear and angular momentum (reaction: jones2015 is the paper's).
+
+   Two clusters that share a particle never collide (the paper's rule). With `self`, a particle
+   that the proxy of a cluster of its own object holds at rest (grown by d) is no contact of that
+   cluster either: it is the cluster's neighbour in the material, held by the shape matching. The broad phase is
+   contact_grid.c's, the dispatch contact.c's. */
 #include "contact_internal.h"
 
 #include "csm_math.h"

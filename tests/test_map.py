@@ -1,7 +1,9 @@
 """docs/MAP.md holds the tree to account: every #include crosses only the lines its folder table
 draws, and every equation row names a function that exists in its file and cites its paper and
 equation (in the comment above it or in its body). Every line of the C code that cites an
-equation or an algorithm names its paper. Usage: test_map.py SOURCE_ROOT"""
+equation or an algorithm names its paper. No two files of the program depend on each other, even
+through others: a file depends on the file that defines a function or variable it names. Usage:
+test_map.py SOURCE_ROOT"""
 import os
 import re
 import subprocess
@@ -69,6 +71,49 @@ for f in code:
             fail(f"{f}: includes {m.group(1)} from {'/'.join(sorted(owners))}/, which docs/MAP.md does not allow")
         crossings += 1
 print(f"ok: {len(code)} files, {crossings} includes across folders checked against the map")
+
+# --- no cycle between files ----------------------------------------------------------------
+def stripped(source):
+    """The code without comments and string literals."""
+    source = re.sub(r"/\*.*?\*/", " ", source, flags=re.S)
+    source = re.sub(r"//[^\n]*", " ", source)
+    return re.sub(r'"(\\.|[^"\\])*"', '""', source)
+
+
+program = [f for f in code if f.endswith(".c") and not f.startswith(("tests/", "fuzz/", "docs/"))]
+src = {f: stripped(open(os.path.join(root, f)).read()) for f in program}
+owner, twice = {}, set()
+for f, s in src.items():  # what each file defines for others: functions and variables not static
+    for m in re.finditer(r"^(?!static\b)(?:const\s+)?[A-Za-z_][\w \*]*?\b(\w+)\s*(\([^;{]*?\)\s*\{|(\[[^\]]*\])*\s*=)",
+                         s, re.M | re.S):
+        name = m.group(1)
+        if name in owner and owner[name] != f:
+            twice.add(name)
+        owner.setdefault(name, f)
+uses = {f: sorted({owner[n] for n in set(re.findall(r"\b[A-Za-z_]\w*\b", s))
+                   if n in owner and n not in twice and owner[n] != f}) for f, s in src.items()}
+state, stack = {}, []
+
+
+def visit(f):
+    """Depth first; a file met again while it is on the stack closes a cycle."""
+    state[f] = 1
+    stack.append(f)
+    for g in uses[f]:
+        if state.get(g) == 1:
+            fail("files depend on each other: " + " -> ".join(stack[stack.index(g):] + [g]))
+        elif g not in state:
+            visit(g)
+    stack.pop()
+    state[f] = 2
+
+
+before = len(failed)
+for f in sorted(src):
+    if f not in state:
+        visit(f)
+if len(failed) == before:
+    print(f"ok: no cycle among the dependencies of {len(src)} files ({sum(map(len, uses.values()))} edges)")
 
 # --- equations ------------------------------------------------------------------------------
 def region(source, function):

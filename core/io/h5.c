@@ -224,3 +224,14 @@ int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size
     H5Dclose(ds);
     return same;
 }
+
+/* Open for writing, clearing the open-for-writing mark a killed writer left. */
+hid_t csm_log_open_clearing(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hbool_t clear = 1;
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hid_t f = H5Pset(fapl, "clear_status_flags", &clear) < 0 ? -1 : H5Fopen(path, H5F_ACC_RDWR, fapl);
+    H5Pclose(fapl);
+    return f;
+}

@@ -1,4 +1,5 @@
 /* What the files of the log share (core/io/: log.c writes, log_fields.c declares the datasets,
+   versions.c writes the versioned data, trim.c cuts a log back to its complete frames,
    checkpoint.c restores and resumes, recover.c opens what a killed run left, sidecar.c writes
    the XDMF file, h5.c wraps HDF5). Internal to core/io/. */
 #ifndef CSM_IO_LOG_INTERNAL_H
@@ -167,6 +168,8 @@ int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf);
 int csm_h5_set_rows(hid_t ds, hsize_t rows);
 /* 1 when the dataset at `path` holds exactly these bytes. */
 int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size_t bytes);
+/* Open for writing, clearing the open-for-writing mark a killed writer left. */
+hid_t csm_log_open_clearing(const char *path);
 
 /* log_fields.c */
 /* The fields of a log: the built-in ones, then with a simulation the timings its plugins named
@@ -192,7 +195,7 @@ void csm_log_lock_drop(csm_log *log);
 int csm_log_writer_attrs(hid_t f);
 hid_t csm_log_event_type(void);
 
-/* checkpoint.c */
+/* versions.c */
 /* The segments of each stream's version: the clusters' rest data, their memberships. */
 int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, version_segment *s);
 int csm_log_member_segments(const csm_clusters *C, version_segment *s);
@@ -202,6 +205,17 @@ void csm_log_version_streams(csm_log *log);
 int csm_log_keep_version(version_stream *v, const version_segment *seg, int ns);
 /* A new version of each stream whose data changed since its last version. */
 int csm_log_versions(csm_log *log, const csm_clusters *C);
+
+/* trim.c */
+/* The datasets of an open log and the rows its complete frames fill: the last complete frame is
+   the last one /frames/time holds (it is appended last). Opens the datasets `log` uses, and with
+   `all` every dataset present. */
+int csm_log_measure(csm_log *log, int all, log_frames *lf, csm_error *err);
+/* Drop whatever was written after the last complete frame. */
+int csm_log_trim(csm_log *log, const log_frames *lf);
+/* A handle on an open log file, with the fields a simulation writes (sim NULL: those the file
+   holds); NULL when out of memory. */
+csm_log *csm_log_handle(const char *path, hid_t file, const csm_sim *sim);
 /* Cut every dataset back to the complete frames (a log without checkpoints is left uncut). */
 void csm_log_trim_after_crash(const char *path, hid_t file);
 
@@ -212,8 +226,6 @@ void csm_log_trim_after_crash(const char *path, hid_t file);
 int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, int *has_cluster);
 
 /* recover.c */
-/* Open for writing, clearing the open-for-writing mark a killed writer left. */
-hid_t csm_log_open_clearing(const char *path);
 /* Before a resume writes anything: room for its set-up and two frames on the log's file system
    and under the file size limit. A log a write failed on is left as it is, not made worse. */
 int csm_log_check_room(const char *path, csm_error *err);

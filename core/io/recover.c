@@ -55,17 +55,6 @@ static hid_t swmr_open(const char *path)
     return f;
 }
 
-/* Open for writing, clearing the open-for-writing mark a killed writer left. */
-hid_t csm_log_open_clearing(const char *path)
-{
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    hbool_t clear = 1;
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
-    hid_t f = H5Pset(fapl, "clear_status_flags", &clear) < 0 ? -1 : H5Fopen(path, H5F_ACC_RDWR, fapl);
-    H5Pclose(fapl);
-    return f;
-}
-
 /* A write that failed for want of room can leave the superblock's end-of-file address past the
    end of the file, and HDF5 then refuses the file as truncated. The bytes missing belong to the
    frame that failed, which nothing complete refers to: the file is extended with zeros to that

@@ -5,6 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int csm_threads_max(void)
+{
+    long p = sysconf(_SC_NPROCESSORS_ONLN);
+    return p > 16 ? (int)(4 * p) : 64;
+}
 
 /* "1,2,4" into out[0..room); returns how many, or -1. */
 static int thread_list(const char *s, int *out, int room)

@@ -37,4 +37,8 @@ typedef struct csm_args {
 int csm_args_parse(int argc, char **argv, const csm_arg *spec, int max_positional, csm_args *out);
 void csm_args_free(csm_args *a);
 
+/* The most OpenMP threads a command accepts: four per online processor, at least 64. More only
+   oversubscribe, and libgomp fails on thousands (an abort, or a crash at 65536). */
+int csm_threads_max(void);
+
 #endif

@@ -7,10 +7,6 @@ void csm_register_builtins(void);
 
 #include "error.h"
 
-/* The most OpenMP threads a command accepts: four per online processor, at least 64. More only
-   oversubscribe, and libgomp fails on thousands (an abort, or a crash at 65536). */
-int csm_threads_max(void);
-
 /* mkdir -p: dir and every missing folder above it. */
 int csm_make_dirs(const char *dir, csm_error *err);
 

@@ -63,12 +63,6 @@ static int parse_args(int argc, char **argv, run_args *a, int allow_run_options)
     return 0;
 }
 
-int csm_threads_max(void)
-{
-    long p = sysconf(_SC_NPROCESSORS_ONLN);
-    return p > 16 ? (int)(4 * p) : 64;
-}
-
 static char *out_override(const char *out)
 {
     /* a YAML double-quoted scalar, so that a path is never read as a number or a mapping, with
