@@ -351,7 +351,7 @@ int csm_shape_open(csm_shape *sh, const csm_object_cfg *o, int index, csm_error 
         return 0;
     }
     const csm_shape_params *sp = shape_of(o);
-    const csm_value *pv = csm_cfg_value(&o->shape, "path"); /* for the line it was given on */
+    const csm_value *pv = csm_cfg_field(&o->shape, offsetof(csm_shape_params, path)); /* its line */
     const char *src = o->shape.src ? o->shape.src : "";
     char at[256], where[320];
     snprintf(where, sizeof where, "%s: objects[%d].shape.path", csm_cfg_where(src, pv->line, at, sizeof at), index);

@@ -113,9 +113,13 @@ typedef struct csm_plugin_cfg {
 static inline const void *csm_cfg_params(const csm_plugin_cfg *pc) { return pc->params.bytes; }
 /* Fill `out` (a parameter struct) from values resolved against `spec`. */
 void csm_params_fill(const csm_param_spec *spec, const csm_value *values, void *out);
-/* For the host, which does not know a plugin's struct: the value of `key` when the selected
-   plugin declares it, else NULL. Plugin code reads its struct instead. */
+/* For config assembly (core/io) and tests: the value of `key` when the selected plugin declares
+   it, else NULL. Plugin code reads its struct, and the host what the plugin describes (an
+   integrator's csm_integrator_traits, a plasticity model's lagged), so no key is spelt twice. */
 const csm_value *csm_cfg_value(const csm_plugin_cfg *pc, const char *key);
+/* The value that filled the field at byte `offset` of the section's parameter struct (its line
+   for a message), or NULL when no row fills it. */
+const csm_value *csm_cfg_field(const csm_plugin_cfg *pc, size_t offset);
 /* "file:line", or "--set #N" for the N-th override, for messages; returns buf. */
 const char *csm_cfg_where(const char *src, int line, char *buf, int size);
 /* A bad-input error about a plugin's section: "file:line: <plugin>: message". */
@@ -163,13 +167,23 @@ typedef enum csm_kind {
 } csm_kind;
 
 /* The newest revision of each kind's struct this host reads. */
-#define CSM_INTEGRATOR_VERSION 3
+#define CSM_INTEGRATOR_VERSION 4
 #define CSM_ROTATION_VERSION 2
 #define CSM_CLUSTERING_VERSION 1
-#define CSM_PLASTICITY_VERSION 2
+#define CSM_PLASTICITY_VERSION 3
 #define CSM_RECLUSTERER_VERSION 1
 #define CSM_FORCE_VERSION 1
 #define CSM_COLLIDER_VERSION 3
+
+/* What the host needs of an integrator's parameters, which are the plugin's own struct
+   (csm_integrator.describe). */
+typedef struct csm_integrator_traits {
+    double alpha;       /* the spring gain h^2 k / m every cluster takes without a modulus (0: none) */
+    double modulus;     /* the shear modulus mu (Pa) its springs take their stiffness from (0: alpha's) */
+    int32_t iterations; /* goal projections or solver iterations a step makes (0: none) */
+    int implicit;       /* 1: any stiffness is stable at any step, and no gain is clamped */
+    int clamped;        /* 1: its springs act through gains alpha_c = h^2 k_c clamped at 1 (explicit) */
+} csm_integrator_traits;
 
 /* Advances particles by one step of length h. create sees the world as it starts (particles,
    clusters, densities), so it can size and prefactor what it needs; a step can compare
@@ -188,7 +202,13 @@ typedef struct csm_integrator {
        under solver.volume: split, whose shape springs hold no volume; 0: it takes coupled goals
        only, and `split` is refused. */
     int projects_volume;
+    /* Version 4. Its parameters (csm_cfg_params) as the host reads them: the gain, the modulus,
+       the iterations. An integrator of an earlier version is described as all zeros. */
+    void (*describe)(const void *params, csm_integrator_traits *out);
 } csm_integrator;
+
+/* The traits of the integrator a config section selects (zeros before version 4). */
+void csm_integrator_describe(const csm_plugin_cfg *pc, csm_integrator_traits *out);
 
 /* How a rotation plugin takes a polar decomposition: through the configured SVD backend,
    warm started from the cluster's last rotation q (csm_polar3_warm), which it updates. */
@@ -265,7 +285,14 @@ typedef struct csm_plasticity {
     CSM_PLUGIN_HEAD;
     CSM_STAGE_FUNCTIONS;
     const csm_log_field *fields;
+    /* Version 3. 1 when, with these parameters, a step's flow takes effect only at the next step
+       (the world then keeps each cluster's F of the step's end, csm_clusters_lagged); NULL or an
+       earlier version: never. */
+    int (*lagged)(const void *params);
 } csm_plasticity;
+
+/* Whether the plasticity model a config section selects lags its flow (csm_plasticity.lagged). */
+int csm_plasticity_lagged(const csm_plugin_cfg *pc);
 
 /* Removes and adds clusters (and bumps w->C.epoch when it changes memberships or weights). */
 typedef struct csm_reclusterer {

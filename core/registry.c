@@ -203,6 +203,26 @@ const csm_value *csm_cfg_value(const csm_plugin_cfg *pc, const char *key)
     return NULL;
 }
 
+const csm_value *csm_cfg_field(const csm_plugin_cfg *pc, size_t offset)
+{
+    for (int k = 0; pc->plugin && pc->plugin->params && pc->plugin->params[k].key; k++)
+        if (pc->plugin->params[k].offset == offset && pc->plugin->params[k].size > 0) return &pc->values[k];
+    return NULL;
+}
+
+void csm_integrator_describe(const csm_plugin_cfg *pc, csm_integrator_traits *out)
+{
+    memset(out, 0, sizeof *out);
+    const csm_integrator *in = (const csm_integrator *)pc->plugin;
+    if (in && in->version >= 4 && in->describe) in->describe(csm_cfg_params(pc), out);
+}
+
+int csm_plasticity_lagged(const csm_plugin_cfg *pc)
+{
+    const csm_plasticity *p = (const csm_plasticity *)pc->plugin;
+    return p && p->version >= 3 && p->lagged ? p->lagged(csm_cfg_params(pc)) : 0;
+}
+
 const char *csm_cfg_where(const char *src, int line, char *buf, int size)
 {
     if (src && strcmp(src, "--set") == 0) snprintf(buf, (size_t)size, "--set #%d", line);

@@ -120,9 +120,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     int plastic = 0, lagged = 0;
     for (int k = 0; k < cfg->nobjects; k++) { /* the model each object runs */
         const csm_plugin_cfg *pc = cfg->objects[k].own_plasticity ? &cfg->objects[k].plasticity : &cfg->plasticity;
-        const csm_value *update = csm_cfg_value(pc, "update");
         plastic |= strcmp(pc->plugin->name, "none") != 0;
-        lagged |= update && update->num == 1; /* jones2016's immediate|lagged */
+        lagged |= csm_plasticity_lagged(pc);
     }
     w->volume = cfg->volume == CSM_VOLUME_AUTO
                     ? (plastic && projects && cfg->mode == CSM_MODE_RIGID ? CSM_VOLUME_SPLIT : CSM_VOLUME_COUPLED)
@@ -131,10 +130,11 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->energy = cfg->energy;
     w->stabilization = cfg->stabilization;
     w->gradient = cfg->gradient;
-    const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha"), *mu = csm_cfg_value(&cfg->integrator, "modulus");
-    w->spring_alpha = alpha ? alpha->num : 0.0;
-    w->spring_modulus = mu ? mu->num : 0.0;
-    w->spring_capped = alpha != NULL; /* the explicit integrators clamp alpha_c = h^2 k_c at 1 */
+    csm_integrator_traits springs;
+    csm_integrator_describe(&cfg->integrator, &springs);
+    w->spring_alpha = springs.alpha;
+    w->spring_modulus = springs.modulus;
+    w->spring_capped = springs.clamped; /* the explicit integrators clamp alpha_c = h^2 k_c at 1 */
 
     /* the surface areas of the particles, for the continuum energy's consistent gradients (elastic.c) */
     int consistent = w->energy == CSM_ENERGY_CONTINUUM && w->gradient == CSM_GRADIENT_CONSISTENT && w->spring_modulus > 0;

@@ -197,12 +197,18 @@ static int jones2016_apply(csm_world *w, void *state, double h, csm_error *err)
     return 0;
 }
 
+static int jones2016_lagged(const void *params)
+{
+    return ((const csm_flow_params *)params)->update == CSM_UPDATE_LAGGED;
+}
+
 const csm_plasticity csm_plasticity_jones2016 = {
-    .version = 2,
+    .version = 3,
     .name = "jones2016",
     .summary = "Jones 2016 / Falkenstein 2017 Eq 9-14: F^p flows towards F^e's volume-preserving shape",
     .params = jones2016_params,
     .create = jones2016_create,
     .apply = jones2016_apply,
     .destroy = free,
+    .lagged = jones2016_lagged,
 };

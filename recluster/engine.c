@@ -5,6 +5,7 @@
 #include "kernel.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ int csm_rc_engine_create(const csm_plugin_cfg *cfg, const csm_world *w, csm_rc_e
 {
     const csm_rc_common_params *p = csm_cfg_params(cfg); /* the first member of every engine table's struct */
     if (p->fade_in >= p->fade_out) { /* an added cluster comes to full weight before the one it replaces is gone */
-        const csm_value *v = csm_cfg_value(cfg, "fade_in");
+        const csm_value *v = csm_cfg_field(cfg, offsetof(csm_rc_common_params, fade_in));
         char at[256];
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: recluster.fade_in = %d must be fewer than fade_out = %d",
                         csm_cfg_where(cfg->src, v && v->line ? v->line : cfg->line, at, sizeof at), p->fade_in,

@@ -304,7 +304,7 @@ static int mesh_create(const csm_plugin_cfg *cfg, const csm_world *w, void **sta
     s->n = w->P.n;
     char at[256], where[320];
     snprintf(where, sizeof where, "%s: mesh: path",
-             csm_cfg_where(cfg->src, csm_cfg_value(cfg, "path")->line, at, sizeof at));
+             csm_cfg_where(cfg->src, csm_cfg_field(cfg, offsetof(mesh_shape, path))->line, at, sizeof at));
     if (csm_mesh_open(&s->mesh, s->path, cfg->src, where, s->rotate, s->fit == FIT_UNIT_BOX, s->scale, err))
         return -1;
     csm_mesh_bounds(&s->mesh, s->lo, s->hi);

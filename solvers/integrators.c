@@ -261,8 +261,22 @@ static double step_energy(const csm_world *w, void *state, double h, const doubl
     return e;
 }
 
+/* The three integrators' parameters as the host reads them (csm_integrator_traits): pbd has no
+   springs, the other two springs of gain alpha or h^2 k_c, clamped at 1. */
+static void step_describe(const void *params, csm_integrator_traits *out)
+{
+    const step_params *p = params;
+    *out = (csm_integrator_traits){.alpha = p->alpha, .modulus = p->modulus, .iterations = p->iterations, .clamped = 1};
+}
+
+static void pbd_describe(const void *params, csm_integrator_traits *out)
+{
+    step_describe(params, out);
+    out->clamped = 0;
+}
+
 const csm_integrator csm_integrator_shape_matching = {
-    .version = 3,
+    .version = 4,
     .name = "shape_matching",
     .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)"
                "; with a modulus, the energy of solver.energy (continuum: corotated linear elasticity of E and nu)",
@@ -272,10 +286,11 @@ const csm_integrator csm_integrator_shape_matching = {
     .destroy = step_destroy,
     .elastic_energy = step_energy,
     .projects_volume = 1,
+    .describe = step_describe,
 };
 
 const csm_integrator csm_integrator_pbd = {
-    .version = 3,
+    .version = 4,
     .name = "pbd",
     .summary = "position-based dynamics (Müller et al. 2007): predict, Jacobi projections onto the goals, v from positions",
     .params = pbd_params,
@@ -284,10 +299,11 @@ const csm_integrator csm_integrator_pbd = {
     .destroy = step_destroy,
     .elastic_energy = step_energy,
     .projects_volume = 1,
+    .describe = pbd_describe,
 };
 
 const csm_integrator csm_integrator_strain_limited = {
-    .version = 3,
+    .version = 4,
     .name = "strain_limited",
     .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma"
                "; with a modulus, the energy of solver.energy (continuum: corotated linear elasticity of E and nu)",
@@ -297,4 +313,5 @@ const csm_integrator csm_integrator_strain_limited = {
     .destroy = step_destroy,
     .elastic_energy = step_energy,
     .projects_volume = 1,
+    .describe = step_describe,
 };

@@ -343,8 +343,14 @@ static double pd_energy(const csm_world *w, void *state, double h, const double 
     return e;
 }
 
+static void pd_describe(const void *params, csm_integrator_traits *out)
+{
+    const pd_params *p = params;
+    *out = (csm_integrator_traits){.modulus = p->modulus, .iterations = p->iterations, .implicit = 1};
+}
+
 const csm_integrator csm_integrator_projective_dynamics = {
-    .version = 3,
+    .version = 4,
     .name = "projective_dynamics",
     .summary = "Bouaziz et al. 2014: implicit Euler by local (rotations) / global (one prefactored sparse "
                "Cholesky, cluster centres as unknowns) iterations to a tolerance, of the energy of solver.energy "
@@ -354,4 +360,5 @@ const csm_integrator csm_integrator_projective_dynamics = {
     .step = pd_step,
     .destroy = pd_destroy,
     .elastic_energy = pd_energy,
+    .describe = pd_describe,
 };

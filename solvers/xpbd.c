@@ -183,8 +183,14 @@ static double xpbd_energy(const csm_world *w, void *state, double h, const doubl
     return e;
 }
 
+static void xpbd_describe(const void *params, csm_integrator_traits *out)
+{
+    const xpbd_params *p = params;
+    *out = (csm_integrator_traits){.modulus = p->modulus, .iterations = p->iterations, .implicit = 1};
+}
+
 const csm_integrator csm_integrator_xpbd = {
-    .version = 3,
+    .version = 4,
     .name = "xpbd",
     .summary = "Macklin et al. 2016: compliant membership constraints from the modulus, their multipliers held at "
                "the constraints, mass-scaled Jacobi steps over particles (momentum kept at every iterate), towards implicit Euler of the energy of solver.energy (continuum: corotated linear "
@@ -195,4 +201,5 @@ const csm_integrator csm_integrator_xpbd = {
     .destroy = xpbd_destroy,
     .elastic_energy = xpbd_energy,
     .projects_volume = 1,
+    .describe = xpbd_describe,
 };

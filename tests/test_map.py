@@ -115,6 +115,15 @@ for f in sorted(src):
 if len(failed) == before:
     print(f"ok: no cycle among the dependencies of {len(src)} files ({sum(map(len, uses.values()))} edges)")
 
+# --- parameters are read by name only where the config is assembled ---------------------------
+by_name = [f"{f}:{n}" for f in program if not f.startswith("core/io/") and f != "core/registry.c"
+           for n, line in enumerate(open(os.path.join(root, f)).read().split("\n"), 1) if "csm_cfg_value(" in line]
+for where in by_name:
+    fail(f"{where}: reads a plugin's parameter by its key outside core/io (read the parameter struct, the plugin's "
+         "traits, or csm_cfg_field)")
+if not by_name:
+    print("ok: no parameter is read by its key outside core/io")
+
 # --- equations ------------------------------------------------------------------------------
 def region(source, function):
     """The comment block above a function's definition and its body."""

@@ -391,6 +391,15 @@ static int load(const char *path, const char *text, const char *const *overrides
         }
         csm_params_fill(csm_solver_common_params, cv, cfg);
         if (resolve_material(cfg, solver, err)) goto fail;
+        /* with a modulus each cluster's gain comes from it, and the integrator's alpha is not read */
+        const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha");
+        const csm_value *modulus = csm_cfg_value(&cfg->integrator, "modulus");
+        if (alpha && alpha->given && modulus && modulus->num > 0) {
+            char at[256], msg[512];
+            snprintf(msg, sizeof msg, "csm: note: %s: solver.alpha is not used when solver.modulus is set\n",
+                     csm_cfg_where(cfg->integrator.src, alpha->line, at, sizeof at));
+            csm_note_once(msg);
+        }
         /* split goals are a similarity of the rigid fit; an integrator must project the volume */
         const csm_integrator *in = (const csm_integrator *)cfg->integrator.plugin;
         const char *why = cfg->mode != CSM_MODE_RIGID ? "needs solver.mode: rigid"

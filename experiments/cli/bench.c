@@ -225,9 +225,9 @@ static uint64_t state_hash(const csm_particles *P)
 /* Goal passes one step makes: the spring pass (alpha > 0) and the projections. */
 static double passes_per_step(const csm_config *cfg)
 {
-    const csm_value *alpha = csm_cfg_value(&cfg->integrator, "alpha");
-    const csm_value *iterations = csm_cfg_value(&cfg->integrator, "iterations");
-    return (alpha && alpha->num > 0) + (iterations ? iterations->num : 0);
+    csm_integrator_traits t;
+    csm_integrator_describe(&cfg->integrator, &t);
+    return (t.alpha > 0) + t.iterations;
 }
 
 static int run_scene(const char *name, int threads, int frames_override, result *r)

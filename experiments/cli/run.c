@@ -112,22 +112,15 @@ static int make_parent(const char *path, csm_error *err)
    reported (csm run). */
 static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
 {
-    /* the integrator's struct is its own: the host asks for the keys by name */
     const csm_plugin_cfg *pc = &cfg->integrator;
-    const csm_value *modulus = csm_cfg_value(pc, "modulus"), *alpha = csm_cfg_value(pc, "alpha");
-    double mu = modulus ? modulus->num : 0, h = cfg->dt / cfg->substeps;
+    csm_integrator_traits t;
+    csm_integrator_describe(pc, &t);
+    double mu = t.modulus, h = cfg->dt / cfg->substeps;
     int32_t k = sim->w.C.k;
     if (!(mu > 0) || k == 0) return;
-    /* an integrator with a modulus and no alpha (xpbd, projective_dynamics) is implicit: any
-       stiffness is stable at any step, and nothing is clamped */
-    if (!alpha) {
+    if (t.implicit) { /* xpbd, projective_dynamics: any stiffness is stable at any step, nothing is clamped */
         if (always) fprintf(stderr, "csm: solver.modulus = %g Pa, implicit in %s: no step limit\n", mu, pc->plugin->name);
         return;
-    }
-    if (alpha->given) {
-        char where[512];
-        fprintf(stderr, "csm: note: %s: solver.alpha is not used when solver.modulus is set\n",
-                csm_cfg_where(pc->src, alpha->line, where, sizeof where));
     }
     double *gain = malloc(sizeof *gain * (size_t)k), kmax = 0;
     if (!gain) return;
