@@ -202,10 +202,10 @@ movies: $(OUT)/table1.md
 clean-figures:
 	rm -rf $(OUT)
 
-# The README's parameter reference, from the parameter tables (csm list --markdown).
+# The parameter reference (docs/parameters.md), from the parameter tables (csm list --markdown).
 # csm against a finite-element code (CalculiX, Debian's calculix-ccx) and textbook formulas: experiments/validation/.
 validation: build
 	$(PY) experiments/validation/run.py --csm $(CSM) -o out/validation
 
 reference: build
-	experiments/reference.sh $(CSM) README.md
+	experiments/reference.sh $(CSM) docs/parameters.md

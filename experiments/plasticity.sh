@@ -1,5 +1,5 @@
 #!/bin/bash
-# The plasticity experiments (README, Experiments): the compressed beams of Falkenstein 2017
+# The plasticity experiments (docs/experiments.md): the compressed beams of Falkenstein 2017
 # Sec 4 without reclustering (lambda = 0 and lambda = 0.1) and the plastic bunny, with the bunny's
 # elastic and unlimited variants; logs in out/plasticity/, then one table row per log from
 # experiments/analysis/plasticity.py and out/plasticity/plasticity.png (.pdf).

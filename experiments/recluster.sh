@@ -1,5 +1,5 @@
 #!/bin/bash
-# The reclustering experiments (README, Experiments): the rows of Falkenstein 2017 Table 1 --
+# The reclustering experiments (docs/experiments.md): the rows of Falkenstein 2017 Table 1 --
 # the lambda = 0 compressed beam without reclustering, with `embedded` and with `world_space`, the
 # lambda = 0.1 beam with `embedded`, the twisted beam -- and the beam without reclustering or
 # viscosity, where the paper's failure shows (cond(F^p) grows without bound) -- into FOLDER

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Rewrite the README's parameter reference (between its two marker lines) from
+# Rewrite the parameter reference of docs/parameters.md (between its two marker lines) from
 # `csm list --markdown`: `make reference` after a parameter table changes. With --check, only
-# say whether the README is current (exit 1 when stale); tests/test_cli.sh does.
+# say whether the page is current (exit 1 when stale); tests/test_cli.sh does.
 set -euo pipefail
-csm=${1:?usage: experiments/reference.sh CSM [README] [--check]}
-readme=${2:-README.md}
+csm=${1:?usage: experiments/reference.sh CSM [PAGE] [--check]}
+readme=${2:-docs/parameters.md}
 mode=${3:-}
 begin='<!-- parameter reference: begin -->'
 end='<!-- parameter reference: end -->'

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs every variant of the seed papers' small examples (README, Experiments) into out/seeds/
+# Runs every variant of the seed papers' small examples (docs/experiments.md) into out/seeds/
 # and prints one line of numbers per log. Usage: experiments/seeds.sh [path/to/csm]
 set -euo pipefail
 cd "$(dirname "$0")/.."

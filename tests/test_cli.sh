@@ -118,8 +118,8 @@ printf 'objects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {spacin
 expect 2 "dense.yaml:3: objects\[0\].sampling: spacing 1e-06 gives about 1e\+18 grid points" -- "$csm" check "$tmp/dense.yaml"
 expect 2 "cannot create the log: Permission denied" -- "$csm" run "$tmp/ok.yaml" -o /sys/csm_out.h5 --force
 
-# the README's parameter reference is what csm list --markdown prints now
-check "the README's parameter reference is current (make reference)" "$root/experiments/reference.sh" "$csm" "$root/README.md" --check
+# the parameter reference (docs/parameters.md) is what csm list --markdown prints now
+check "docs/parameters.md is current (make reference)" "$root/experiments/reference.sh" "$csm" "$root/docs/parameters.md" --check
 expect 0 "^\| \`gamma\` \| real \| \`0.2\` \| \[0, 1e\+06\] \|" -- "$csm" list --markdown
 expect 2 "usage: csm list \[--markdown\]" -- "$csm" list --json
 

@@ -213,9 +213,16 @@ folders |= {os.path.dirname(d) for d in list(folders)}
 basenames = {os.path.basename(t) for t in tracked} | {t[len("experiments/"):] for t in tracked if t.startswith("experiments/")}
 made = open(os.path.join(root, "Makefile")).read()
 named, absent = 0, 0
-for doc in ["README.md", "experiments/README.md", "docs/DESIGN.md", "docs/MAP.md", "docs/REFERENCES.md"]:
+pages = ["README.md", "experiments/README.md"] + sorted(f for f in tracked if f.startswith("docs/") and f.endswith(".md"))
+for doc in pages:
     for m in re.finditer(r"`([^`\s]+)`|\]\(([^)\s]+)\)", open(os.path.join(root, doc)).read()):
         p = (m.group(1) or m.group(2)).split("#")[0].rstrip(",.:;")
+        if m.group(2) and not p.startswith("http"):  # a link: relative to its page
+            named += 1
+            if os.path.normpath(os.path.join(os.path.dirname(doc), p)) not in tracked | folders:
+                fail(f"{doc} links to {p}, which is not in the repository")
+                absent += 1
+            continue
         if p.startswith(("http", "out/", "/", "$", "-", "LOG", "build", ".venv", "data/meshes")) or not re.match(r"^[\w./-]+$", p):
             continue
         if not re.search(r"/|\.(c|h|py|sh|yaml|md|txt|cmake|in)$", p) or p.endswith("/") and not p.strip("./"):
@@ -232,4 +239,4 @@ if not absent:
     print(f"ok: the {named} paths the README and the docs name are in the repository")
 
 if failed:
-    sys.exit(f"{len(failed)} problem(s) with docs/MAP.md")
+    sys.exit(f"\n{len(failed)} problem(s) with the map, the code or the docs")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The plasticity experiments (README, Experiments), judged by experiments/analysis/plasticity.py:
+# The plasticity experiments (docs/experiments.md), judged by experiments/analysis/plasticity.py:
 # the plastic bunny keeps a dent the elastic one does not, within its energy budget, with
 # cond(F^p) held at its limit; the lambda = 0.1 compressed beam (Falkenstein 2017 Sec 4) keeps a
 # plastic set and creates no energy; both keep det F^p = 1; the logs carry the plasticity datasets.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reclustering experiments (README, Experiments), judged from their logs: the lambda = 0
+# The reclustering experiments (docs/experiments.md), judged from their logs: the lambda = 0
 # compressed beam with `embedded` through its whole compression (4 s) and the lambda = 0.1 beam
 # with `embedded` for the full 8 s keep every position finite, finish with status ok, keep
 # sum_c w_ic = 1 for every particle in every logged frame, bound cond(F^p), and record their

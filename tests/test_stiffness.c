@@ -445,7 +445,7 @@ static double section_angle(const csm_particles *P, const double *u, double X)
 }
 
 /* The CI-sized cases of experiments/validation/ against their references, at the deviations
-   measured (README, "A solid in pascals"); each bound says what it holds.
+   measured (docs/physics.md, "A solid in pascals"); each bound says what it holds.
    - Cantilever under gravity, nu = 0: CalculiX C3D20R gives a tip deflection of -0.0050610 m
      (4 and 6 elements across agree to 3e-5); csm -0.004934, 2.5 % stiffer: at two clusters
      through the thickness the stabilising spring holds a bent cluster's cubic residual (make

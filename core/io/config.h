@@ -133,7 +133,7 @@ int csm_config_load_text(const char *name, const char *text, const char *const *
                          csm_config *cfg, csm_error *err);
 void csm_config_free(csm_config *cfg);
 
-/* Specs of the sections that are not plugins, for `csm list` and the README. */
+/* Specs of the sections that are not plugins, for `csm list` and docs/parameters.md. */
 const csm_plugin_head *csm_config_shape_kinds(int *count);
 const csm_plugin_head *csm_config_sampling_kinds(int *count);
 const csm_plugin_head *csm_config_sections(int *count);

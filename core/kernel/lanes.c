@@ -7,7 +7,7 @@
 
 /* AUTO takes a block's clusters one per lane when its longest has at most BLOCK_LONGEST members
    and its padding adds at most a quarter to its memberships, in a clustering of at most
-   BLOCK_MEMBERSHIPS memberships; else MEMBER_LANES. Measured (README, Performance): faster by 2 to
+   BLOCK_MEMBERSHIPS memberships; else MEMBER_LANES. Measured (docs/performance.md): faster by 2 to
    5 % on clusters of about 24 members at 38 k to 375 k memberships, slower by 3 to 4 % at 3.7 M,
    and no faster on clusters of about 100 members and more. */
 #define BLOCK_LONGEST 64

@@ -1,5 +1,5 @@
 /* csm list [--markdown]: every plugin and section with its parameters, from the parameter
-   tables; --markdown writes the reference the README carries. */
+   tables; --markdown writes the reference docs/parameters.md carries. */
 #include "commands.h"
 
 #include "config.h"
