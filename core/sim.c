@@ -131,6 +131,16 @@ static int project_after(csm_sim *sim, double h)
     return 0;
 }
 
+/* Whether the host set a force on any particle (an array of zeros adds nothing, not even the sign
+   of a zero). */
+static int external_force_on(const csm_sim *sim)
+{
+    if (!sim->external_force) return 0;
+    for (int64_t a = 0; a < 3 * (int64_t)sim->w.P.n; a++)
+        if (sim->external_force[a] != 0.0) return 1;
+    return 0;
+}
+
 int csm_sim_step(csm_sim *sim, double h, csm_error *err)
 {
     csm_world *w = &sim->w;
@@ -164,6 +174,19 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
         if (apply_stage(st, w, h, err)) return -1;
         if (counted)
             for (int64_t a = 0; a < 3 * (int64_t)n; a++) sim->work_force[a] += w->P.force[a] - sim->force_before[a];
+    }
+    if (external_force_on(sim)) { /* the host's forces (csm_sim.external_force): no potential, their work counted */
+        if (!working) {
+            if (csm_grow((void **)&sim->work_force, &sim->work_cap[0], 3 * (int64_t)n, sizeof(double)) ||
+                csm_grow((void **)&sim->force_before, &sim->work_cap[1], 3 * (int64_t)n, sizeof(double)))
+                return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+            memset(sim->work_force, 0, bytes);
+            working = 1;
+        }
+        for (int64_t a = 0; a < 3 * (int64_t)n; a++) {
+            w->P.force[a] += sim->external_force[a];
+            sim->work_force[a] += sim->external_force[a];
+        }
     }
     if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
     if (kc) {
@@ -258,24 +281,35 @@ static int check_state(const csm_sim *sim, csm_error *err)
     return 0;
 }
 
-int csm_sim_frame(csm_sim *sim, csm_error *err)
+void csm_sim_frame_begin(csm_sim *sim)
 {
-    const csm_config *cfg = sim->cfg;
-    double h = cfg->dt / cfg->substeps;
     csm_report *r = &sim->report;
-    double start = csm_now();
-    csm_world *w = &sim->w;
     memset(&r->timings, 0, sizeof r->timings);
     r->frame = sim->frame + 1;
-    for (int32_t s = 0; s < cfg->substeps; s++)
-        if (csm_sim_step(sim, h, err)) return -1;
+    sim->frame_start = csm_now();
+}
+
+int csm_sim_frame_end(csm_sim *sim, csm_error *err)
+{
+    csm_report *r = &sim->report;
+    csm_world *w = &sim->w;
     r->yielded = 0;
     for (int32_t c = 0; c < w->C.k; c++) r->yielded += w->C.flowed[c] > 0;
     if (check_state(sim, err)) return -1;
     sim->frame++;
-    r->timings.seconds[CSM_TIMING_TOTAL] = csm_now() - start;
+    r->timings.seconds[CSM_TIMING_TOTAL] = csm_now() - sim->frame_start;
     sim->last = r->timings;
     return 0;
+}
+
+int csm_sim_frame(csm_sim *sim, csm_error *err)
+{
+    const csm_config *cfg = sim->cfg;
+    double h = cfg->dt / cfg->substeps;
+    csm_sim_frame_begin(sim);
+    for (int32_t s = 0; s < cfg->substeps; s++)
+        if (csm_sim_step(sim, h, err)) return -1;
+    return csm_sim_frame_end(sim, err);
 }
 
 void csm_sim_logged(csm_sim *sim)

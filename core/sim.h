@@ -68,6 +68,11 @@ typedef struct csm_sim {
     unsigned char *touched;            /* [k] clusters the colliders moved a particle of */
     csm_constraints *constraints;      /* w.constraints */
     int64_t work_cap[4];
+    double frame_start;                /* when the frame under way began (csm_sim_frame_begin) */
+    /* [3n] forces (N) the host sets on each particle, applied at every step after the force
+       stages until it changes them; NULL (the default) or all zeros: none. Their work is counted
+       in work_external, as a force's without a potential. */
+    double *external_force;
 } csm_sim;
 
 /* Build particles from the objects, cluster them, create every plugin. */
@@ -75,6 +80,10 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err);
 void csm_sim_destroy(csm_sim *sim);
 /* Advance one frame (cfg->substeps steps). Fails on a non-finite state. */
 int csm_sim_frame(csm_sim *sim, csm_error *err);
+/* csm_sim_frame in parts, for a host that steps: begin, cfg->substeps csm_sim_step, end (which
+   checks the state and counts the frame). */
+void csm_sim_frame_begin(csm_sim *sim);
+int csm_sim_frame_end(csm_sim *sim, csm_error *err);
 /* One step of length h through every stage (what a frame repeats); its stage times add to
    sim->report.timings. */
 int csm_sim_step(csm_sim *sim, double h, csm_error *err);

@@ -343,5 +343,6 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->w.boundary);
     free(sim->w.object_density);
     free(sim->w.object_modulus);
+    free(sim->external_force);
     memset(sim, 0, sizeof *sim);
 }

@@ -266,6 +266,9 @@ typedef struct csm_world {
     double *boundary;            /* [3n] each particle's share of its object's surface, the vector area b_i (NaN: unknown) */
     double *object_modulus;      /* [nobjects] shear modulus (Pa) of each object's material, in place of the
                                     integrator's (objects[].modulus; 0 or NULL: the integrator's) */
+    uint64_t pins;               /* bumped whenever a particle is pinned or freed between steps (its
+                                    inverse mass set to or from 0), so that a solver that factored
+                                    which particles move factors again */
     /* The objects the plasticity model now running acts on: NULL (all), or [nobjects] flags.
        The simulation sets it around each model's apply when objects carry their own
        (objects[].plasticity); a model skips the clusters csm_cluster_in_scope refuses. */

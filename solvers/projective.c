@@ -71,7 +71,7 @@ typedef struct pd {
     cholmod_common cm;
     cholmod_factor *L;
     cholmod_dense *B, *X, *Y, *E; /* right-hand side, solution and CHOLMOD's solve workspaces */
-    uint64_t epoch;               /* of the clusters the factor was made for */
+    uint64_t epoch, pins;         /* of the clusters and the pins the factor was made for */
     double h;
     int32_t n, k, m, rows;
     int32_t *row;      /* [n + k] unknown of each particle (-1: pinned) and cluster (-1: no stiffness) */
@@ -193,6 +193,7 @@ static int factor(pd *s, csm_world *w, double h, csm_error *err)
     s->B = cholmod_zeros((size_t)rows, 3, CHOLMOD_REAL, &s->cm);
     if (!s->B) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
     s->epoch = C->epoch;
+    s->pins = w->pins;
     s->h = h;
     s->n = n;
     s->k = k;
@@ -293,7 +294,8 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
     int32_t n = P->n;
-    if (!s->L || s->epoch != C->epoch || s->h != h || s->n != n || s->k != C->k || s->m != C->m) {
+    if (!s->L || s->epoch != C->epoch || s->pins != w->pins || s->h != h || s->n != n || s->k != C->k ||
+        s->m != C->m) {
         double t0 = csm_now();
         if (factor(s, w, h, err)) return -1;
         if (s->timing >= 0) w->report->timings.seconds[s->timing] += csm_now() - t0;

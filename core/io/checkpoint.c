@@ -87,6 +87,51 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     return 0;
 }
 
+/* The log's datasets measured for `sim` (what its config writes), and its particles the ones
+   `sim` has: the config in the log must build the same particles. */
+static int measure_same(csm_log *log, const csm_sim *sim, log_frames *lf, const char *refused, csm_error *err)
+{
+    const csm_world *w = &sim->w;
+    log->n = w->P.n;
+    log->goals = sim->cfg->output_goals;
+    log->quadratic = w->C.Q != NULL;
+    log->lagged = w->C.F_lagged != NULL;
+    int rc = csm_log_measure(log, 0, lf, err);
+    if (!rc && (!csm_h5_same(log->file, "/rest/positions", H5T_NATIVE_DOUBLE, w->P.rest, sizeof(double) * 3 * (size_t)w->P.n) ||
+                !csm_h5_same(log->file, "/rest/mass", H5T_NATIVE_DOUBLE, w->P.mass, sizeof(double) * (size_t)w->P.n)))
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
+                      "version, or a changed mesh file?); %s", log->path, refused);
+    return rc;
+}
+
+int csm_log_restore(const char *path, csm_sim *sim, csm_error *err)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    char note[512];
+    hid_t file = csm_log_open_read(path, 0, NULL, note, sizeof note);
+    if (file < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
+    csm_log *log = csm_log_handle(path, file, sim);
+    if (!log) {
+        H5Fclose(file);
+        return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    }
+    log_frames lf;
+    int rc = measure_same(log, sim, &lf, "it cannot be restored into this simulation", err);
+    if (!rc) rc = restore_frame(log, sim, &lf, err);
+    csm_log_close(log, NULL, NULL);
+    return rc;
+}
+
+int csm_log_checkpoint(const char *path, csm_sim *sim, const csm_diag *d, csm_error *err)
+{
+    csm_log *log;
+    if (csm_log_open(path, sim, &log, err)) return -1;
+    int rc = csm_log_frame(log, sim, d, err);
+    csm_error cerr;
+    if (csm_log_close(log, rc ? NULL : "ok", &cerr) && !rc) rc = csm_fail(err, cerr.code, "%s", cerr.msg);
+    return rc;
+}
+
 int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -118,17 +163,8 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     }
     log->lock_fd = lock.lock_fd;
     log->lock_path = lock.lock_path;
-    log->n = w->P.n;
-    log->goals = sim->cfg->output_goals;
-    log->quadratic = w->C.Q != NULL;
-    log->lagged = w->C.F_lagged != NULL;
     log_frames lf;
-    int rc = csm_log_measure(log, 0, &lf, err);
-    /* the same set-up: the config in the log must build the same particles */
-    if (!rc && (!csm_h5_same(log->file, "/rest/positions", H5T_NATIVE_DOUBLE, w->P.rest, sizeof(double) * 3 * (size_t)w->P.n) ||
-                !csm_h5_same(log->file, "/rest/mass", H5T_NATIVE_DOUBLE, w->P.mass, sizeof(double) * (size_t)w->P.n)))
-        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: its config no longer builds the same particles (another csm "
-                      "version, or a changed mesh file?); it cannot be resumed", path);
+    int rc = measure_same(log, sim, &lf, "it cannot be resumed", err);
     if (!rc) rc = restore_frame(log, sim, &lf, err);
     /* nothing is written yet: a run that would end before the frame it continues from is refused */
     if (!rc && sim->frame > sim->cfg->frames)

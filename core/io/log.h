@@ -62,6 +62,21 @@ const char *csm_log_not_a_log(const char *path, char *buf, int size);
    run then continues bit for bit as the uninterrupted run would. */
 int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err);
 
+/* The /diagnostics datasets of a log, for a host that reads them in process: their count, the
+   k-th's name (after /diagnostics/) and width, and the values of a frame (sim and its
+   diagnostics d) at their offsets in that order, as doubles; the count written, -1 when `size`
+   is too small. */
+int csm_log_diagnostic_count(void);
+const char *csm_log_diagnostic_name(int k, int *width);
+int csm_log_diagnostic_values(const csm_sim *sim, const csm_diag *d, double *out, int size);
+
+/* The state of a log's last complete frame put into `sim`, as csm_log_resume puts it, with the
+   log read only: `sim` must be built from the config that wrote it. */
+int csm_log_restore(const char *path, csm_sim *sim, csm_error *err);
+/* A log of one frame, the state `sim` is in now with its diagnostics d: what csm_log_restore
+   takes back. */
+int csm_log_checkpoint(const char *path, csm_sim *sim, const csm_diag *d, csm_error *err);
+
 /* The `status` attribute of a finished or running log and its number of frames (-1 when the
    file is not a readable log). Returns 0 when the status was read. */
 int csm_log_status(const char *path, char *status, int size, int64_t *frames);

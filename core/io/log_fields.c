@@ -409,3 +409,49 @@ hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n, int compr
     H5Sclose(space);
     return ds;
 }
+
+/* ---- the diagnostics in process (csm.h csm_diagnostics): the /diagnostics rows of the table ---- */
+
+static int diagnostic_width(const field_spec *f)
+{
+    return f->shape == SHAPE_VEC3 ? 3 : f->shape == SHAPE_COLS ? f->cols : 1;
+}
+
+/* The table's k-th /diagnostics row, or -1. */
+static int diagnostic_field(int k)
+{
+    for (int f = 0; f < F_NFIELDS; f++)
+        if (!strncmp(csm_log_fields[f].path, "/diagnostics/", 13) && k-- == 0) return f;
+    return -1;
+}
+
+int csm_log_diagnostic_count(void)
+{
+    int n = 0;
+    while (diagnostic_field(n) >= 0) n++;
+    return n;
+}
+
+const char *csm_log_diagnostic_name(int k, int *width)
+{
+    int f = diagnostic_field(k);
+    if (f < 0) return NULL;
+    if (width) *width = diagnostic_width(&csm_log_fields[f]);
+    return csm_log_fields[f].path + 13;
+}
+
+int csm_log_diagnostic_values(const csm_sim *sim, const csm_diag *d, double *out, int size)
+{
+    frame_ctx ctx = {sim, d, NULL, 0, 0, NULL};
+    int at = 0;
+    for (int k = 0, f; (f = diagnostic_field(k)) >= 0; k++) {
+        const field_spec *s = &csm_log_fields[f];
+        int width = diagnostic_width(s);
+        if (at + width > size) return -1;
+        const void *v = s->data(&ctx, s);
+        for (int a = 0; a < width; a++)
+            out[at + a] = s->type == T_I32 ? (double)((const int32_t *)v)[a] : ((const double *)v)[a];
+        at += width;
+    }
+    return at;
+}

@@ -2,8 +2,7 @@
 #ifndef CSM_COMMANDS_H
 #define CSM_COMMANDS_H
 
-/* Register every built-in plugin; call once before loading a config. */
-void csm_register_builtins(void);
+#include "builtins.h"
 
 #include "error.h"
 

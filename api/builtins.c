@@ -1,4 +1,4 @@
-#include "commands.h"
+#include "builtins.h"
 
 #include "methods.h"
 #include "plasticity.h"
