@@ -32,15 +32,19 @@ typedef struct csm_simulation csm_simulation;
 
 /* How a simulation runs, besides its config. Zero-initialise, set size = sizeof(csm_options). */
 typedef struct csm_options {
-    size_t size;     /* sizeof(csm_options) as the host compiled it */
-    const char *log; /* the HDF5 log to write as csm run does (its output.every), or NULL: none */
-    int force;       /* replace an existing log at `log` (else an existing file is refused) */
-    int threads;     /* OpenMP threads while it steps (0: the process's default) */
+    size_t size;      /* sizeof(csm_options) as the host compiled it */
+    const char *log;  /* the HDF5 log to write as csm run does (its output.every), or NULL */
+    int log_config;   /* with log NULL: 1 writes it at the config's output.path, 0 writes none */
+    int force;        /* replace an existing log (never a file that is not one) */
+    int resume;       /* continue the log at `log` from its last complete frame, with its own config
+                         (path and text NULL; sets may hold time.frames) */
+    int threads;      /* OpenMP threads while it steps (0: the process's default) */
 } csm_options;
 
 /* A simulation from a config file (`path`), or from YAML text (`text`, with `path` the name its
-   messages give it), with --set overrides sets[0..nsets) ("key.path=value"). With opt->log it
-   writes frame 0 at once. On failure *out is NULL and the message is in `error` (size bytes). */
+   messages give it), with --set overrides sets[0..nsets) ("key.path=value"). With a log it
+   writes frame 0 at once (missing folders are made); an existing log is replaced only with
+   `force`. On failure *out is NULL and the message is in `error` (size bytes). */
 int csm_simulation_create(const char *path, const char *text, const char *const *sets, int nsets, const csm_options *opt,
                csm_simulation **out, char *error, size_t size);
 /* Ends the simulation and its log (status "ok", or the failure that stopped it); NULL is allowed. */

@@ -1,10 +1,11 @@
 /* The C API of csm.h: a csm_sim and its config behind an opaque handle, stepped as `csm run`
    steps it (the frames it logs take their diagnostics and are written), with the host's forces
    and pins, checkpoints, and the state put back when a step fails. */
-#include "csm.h"
+#include "simulation.h"
 
 #include "builtins.h"
 #include "config.h"
+#include "files.h"
 #include "kernel.h"
 #include "log.h"
 #include "sim.h"
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct csm_simulation {
     csm_config cfg;
@@ -24,8 +26,11 @@ struct csm_simulation {
     int failed;        /* a step failed: steps are refused until a restore */
     csm_diag diag;     /* of frame diag_frame, taken where csm run takes them */
     int64_t diag_frame;
-    double *saved;     /* [6n] x and v before the step under way */
+    double *saved;     /* [6n] x and v at the start of the frame under way */
+    double saved_time;
+    int64_t saved_step;
     char error[1200];
+    char log_path[4096]; /* "" when it writes none */
 };
 
 int csm_api_version(void) { return CSM_API_VERSION; }
@@ -48,13 +53,72 @@ static int take_frame(csm_simulation *s)
     csm_error err = {{0}, 0};
     csm_diagnostics(&s->sim, &s->diag);
     s->diag_frame = s->sim.frame;
-    if (s->log && csm_log_frame(s->log, &s->sim, &s->diag, &err)) return fail(s, &err, CSM_EXIT_FAILURE);
+    if (s->log && csm_log_frame(s->log, &s->sim, &s->diag, &err)) { /* the log is broken: no frame after it */
+        s->failed = 1;
+        return fail(s, &err, CSM_EXIT_FAILURE);
+    }
     csm_sim_logged(&s->sim);
     return 0;
 }
 
-int csm_simulation_create(const char *path, const char *text, const char *const *sets, int nsets, const csm_options *opt,
-               csm_simulation **out, char *error, size_t size)
+/* The config: a file, text, or for a resume the log's own. */
+static int load_config(const char *path, const char *text, const char *const *sets, int nsets, const csm_options *opt,
+                       csm_config *cfg, csm_error *err)
+{
+    if (opt && opt->resume) {
+        if (!opt->log) return csm_fail(err, CSM_EXIT_BAD_INPUT, "a resume needs the log it continues");
+        char *own, *name;
+        if (csm_log_read_config(opt->log, &own, &name, err)) return -1;
+        int rc = csm_config_load_text(name, own, sets, nsets, cfg, err);
+        free(own);
+        free(name);
+        return rc;
+    }
+    if (text) return csm_config_load_text(path ? path : "(text)", text, sets, nsets, cfg, err);
+    if (!path) return csm_fail(err, CSM_EXIT_BAD_INPUT, "no config: give its file or its text");
+    return csm_config_load(path, sets, nsets, cfg, err);
+}
+
+/* A log written at `path`: an existing one replaced only when forced, never a file that is not
+   a log; its folder made when missing. */
+static int log_room(const char *path, int force, csm_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !force)
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s already exists (use --force to overwrite it, or --resume to "
+                        "continue it)", path);
+    /* an empty file is what a log's failed creation leaves, and it is replaced too */
+    if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || (st.st_size > 0 && !csm_log_is_hdf5(path))))
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s exists and is not an HDF5 log; --force overwrites only logs", path);
+    return csm_make_parent(path, err);
+}
+
+/* The simulation and its log: a new one (the old run's sidecar and view file removed once the
+   new log holds the lock), or the one it resumes. */
+static int build(csm_simulation *s, const csm_options *opt, csm_error *err)
+{
+    int resume = opt && opt->resume;
+    const char *log = opt && opt->log ? opt->log : opt && opt->log_config ? s->cfg.output_path : NULL;
+    if (log && !resume && log_room(log, opt->force, err)) return -1;
+    if (s->threads > 0) csm_set_threads(s->threads);
+    if (csm_sim_create(&s->cfg, &s->sim, err)) return -1;
+    if (log && (resume ? csm_log_resume(log, &s->sim, &s->log, err) : csm_log_open(log, &s->sim, &s->log, err))) {
+        csm_sim_destroy(&s->sim);
+        return -1;
+    }
+    if (log && !resume) {
+        char side[4200];
+        csm_log_xdmf_path(log, side, sizeof side);
+        unlink(side);
+        csm_log_view_path(log, side, sizeof side);
+        unlink(side);
+    }
+    snprintf(s->log_path, sizeof s->log_path, "%s", log ? log : "");
+    return 0;
+}
+
+int csm_simulation_create(const char *path, const char *text, const char *const *sets, int nsets,
+                          const csm_options *opt, csm_simulation **out, char *error, size_t size)
 {
     *out = NULL;
     csm_error err = {{0}, 0};
@@ -70,51 +134,42 @@ int csm_simulation_create(const char *path, const char *text, const char *const 
     }
     csm_register_builtins();
     csm_log_init();
-    int rc = text ? csm_config_load_text(path ? path : "(text)", text, sets, nsets, &s->cfg, &err)
-                  : csm_config_load(path, sets, nsets, &s->cfg, &err);
-    if (rc) {
+    s->threads = opt ? opt->threads : 0;
+    s->diag_frame = -1;
+    if (load_config(path, text, sets, nsets, opt, &s->cfg, &err)) {
         snprintf(error, size, "%s", err.msg);
         free(s);
         return err.code ? err.code : CSM_EXIT_BAD_INPUT;
     }
-    s->threads = opt ? opt->threads : 0;
-    const char *log = opt ? opt->log : NULL;
-    struct stat st;
-    if (log && stat(log, &st) == 0 && !opt->force) {
-        rc = csm_fail(&err, CSM_EXIT_BAD_INPUT, "%s already exists (force it to overwrite)", log);
-    } else {
-        if (s->threads > 0) csm_set_threads(s->threads);
-        rc = csm_sim_create(&s->cfg, &s->sim, &err);
-        if (!rc && log && csm_log_open(log, &s->sim, &s->log, &err)) {
-            csm_sim_destroy(&s->sim);
-            rc = -1;
-        }
-    }
-    if (rc) {
+    if (build(s, opt, &err)) {
         snprintf(error, size, "%s", err.msg);
         csm_config_free(&s->cfg);
         free(s);
         return err.code ? err.code : CSM_EXIT_FAILURE;
     }
     s->saved = malloc(sizeof(double) * 6 * (size_t)s->sim.w.P.n + 1);
-    if (!s->saved || take_frame(s)) {
+    if (!s->saved || (!(opt && opt->resume) && take_frame(s))) {
         snprintf(error, size, "%s", s->saved ? s->error : "out of memory");
-        csm_simulation_destroy(s);
+        csm_simulation_close(s, s->saved ? NULL : "failed: out of memory", NULL, 0);
         return CSM_EXIT_FAILURE;
     }
     *out = s;
     return 0;
 }
 
-int csm_simulation_destroy(csm_simulation *s)
+int csm_simulation_close(csm_simulation *s, const char *status, char *error, size_t size)
 {
     if (!s) return 0;
     int rc = 0;
     if (s->log) {
-        char status[1300] = "ok";
-        if (s->failed) snprintf(status, sizeof status, "failed: %s", s->error);
+        char text[1300] = "ok";
+        if (status) snprintf(text, sizeof text, "%s", status);
+        else if (s->failed) snprintf(text, sizeof text, "failed: %s", s->error);
         csm_error err = {{0}, 0};
-        if (csm_log_close(s->log, status, &err)) rc = CSM_EXIT_FAILURE;
+        if (csm_log_close(s->log, text, &err)) {
+            rc = CSM_EXIT_FAILURE;
+            if (error) snprintf(error, size, "%s", err.msg);
+        }
     }
     csm_sim_destroy(&s->sim);
     csm_config_free(&s->cfg);
@@ -123,26 +178,32 @@ int csm_simulation_destroy(csm_simulation *s)
     return rc;
 }
 
+int csm_simulation_destroy(csm_simulation *s) { return csm_simulation_close(s, NULL, NULL, 0); }
+
 const char *csm_simulation_error(const csm_simulation *s) { return s ? s->error : "no simulation"; }
 
-/* One step; the frame's beginning and end around it where they fall. */
+/* One step; the frame's beginning and end around it where they fall. A frame's failure, at
+   whichever of its steps, puts back the positions, velocities, time and step count of its start. */
 static int one_step(csm_simulation *s)
 {
     csm_sim *sim = &s->sim;
     csm_error err = {{0}, 0};
     size_t bytes = sizeof(double) * 3 * (size_t)sim->w.P.n;
-    double time = sim->w.time;
-    int64_t step = sim->w.step;
-    memcpy(s->saved, sim->w.P.x, bytes);
-    memcpy(s->saved + 3 * (size_t)sim->w.P.n, sim->w.P.v, bytes);
-    if (s->substep == 0) csm_sim_frame_begin(sim);
+    if (s->substep == 0) {
+        memcpy(s->saved, sim->w.P.x, bytes);
+        memcpy(s->saved + 3 * (size_t)sim->w.P.n, sim->w.P.v, bytes);
+        s->saved_time = sim->w.time;
+        s->saved_step = sim->w.step;
+        csm_sim_frame_begin(sim);
+    }
     int rc = csm_sim_step(sim, s->cfg.dt / s->cfg.substeps, &err);
     if (!rc && s->substep + 1 == s->cfg.substeps) rc = csm_sim_frame_end(sim, &err);
-    if (rc) { /* what the host sees is the state before the step */
+    if (rc) {
         memcpy(sim->w.P.x, s->saved, bytes);
         memcpy(sim->w.P.v, s->saved + 3 * (size_t)sim->w.P.n, bytes);
-        sim->w.time = time;
-        sim->w.step = step;
+        sim->w.time = s->saved_time;
+        sim->w.step = s->saved_step;
+        s->substep = 0;
         s->failed = 1;
         return fail(s, &err, CSM_EXIT_FAILURE);
     }
@@ -321,3 +382,7 @@ int csm_simulation_restore(csm_simulation *s, const char *path)
     s->error[0] = '\0';
     return 0;
 }
+
+const csm_sim *csm_simulation_state(const csm_simulation *s) { return &s->sim; }
+const csm_config *csm_simulation_config(const csm_simulation *s) { return &s->cfg; }
+const char *csm_simulation_log(const csm_simulation *s) { return s->log_path; }

@@ -70,3 +70,30 @@ int csm_find_beside(const char *path, const char *src, char *out, size_t size)
     snprintf(out, size, "%s", path);
     return -1;
 }
+
+int csm_make_dirs(const char *dir, csm_error *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", dir, buf, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    return 0;
+}
+
+/* The folder holding a file `path`, created when missing. */
+int csm_make_parent(const char *path, csm_error *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return 0;
+    *slash = '\0';
+    return csm_make_dirs(buf, err);
+}

@@ -23,4 +23,9 @@ int csm_read_file(const char *path, const char *what, size_t limit, char **text,
    the path found (or `path` itself) to out; returns 0 when found, -1 when not. */
 int csm_find_beside(const char *path, const char *src, char *out, size_t size);
 
+/* mkdir -p: dir and every missing folder above it. */
+int csm_make_dirs(const char *dir, csm_error *err);
+/* The folder holding a file `path`, created when missing. */
+int csm_make_parent(const char *path, csm_error *err);
+
 #endif

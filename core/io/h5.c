@@ -235,3 +235,5 @@ hid_t csm_log_open_clearing(const char *path)
     H5Pclose(fapl);
     return f;
 }
+
+int csm_log_is_hdf5(const char *path) { return H5Fis_hdf5(path) > 0; }

@@ -62,6 +62,9 @@ const char *csm_log_not_a_log(const char *path, char *buf, int size);
    run then continues bit for bit as the uninterrupted run would. */
 int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err);
 
+/* 1 when `path` is an HDF5 file (a log, or what a log's creation left), else 0. */
+int csm_log_is_hdf5(const char *path);
+
 /* The /diagnostics datasets of a log, for a host that reads them in process: their count, the
    k-th's name (after /diagnostics/) and width, and the values of a frame (sim and its
    diagnostics d) at their offsets in that order, as doubles; the count written, -1 when `size`

@@ -6,8 +6,6 @@
 
 #include "error.h"
 
-/* mkdir -p: dir and every missing folder above it. */
-int csm_make_dirs(const char *dir, csm_error *err);
 
 int csm_cmd_run(int argc, char **argv);
 int csm_cmd_check(int argc, char **argv);

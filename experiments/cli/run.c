@@ -1,6 +1,7 @@
 /* csm run and csm check. */
 #include "commands.h"
 #include "args.h"
+#include "simulation.h"
 
 #include "config.h"
 #include "kernel.h"
@@ -80,33 +81,6 @@ static char *out_override(const char *out)
     return s;
 }
 
-int csm_make_dirs(const char *dir, csm_error *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p) continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create folder %s: %s", dir, buf, strerror(errno));
-        *p = c;
-        if (!c) break;
-    }
-    return 0;
-}
-
-/* The folder holding a file `path`, created when missing. */
-static int make_parent(const char *path, csm_error *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    char *slash = strrchr(buf, '/');
-    if (!slash || slash == buf) return 0;
-    *slash = '\0';
-    return csm_make_dirs(buf, err);
-}
-
 /* With solver.modulus: the gains alpha_c = h^2 k_c the clusters of an explicit integrator start
    with. `always` prints them (csm check); otherwise only a step too coarse for the modulus is
    reported (csm run). */
@@ -157,27 +131,6 @@ static void progress(const csm_sim *sim, int32_t frames, int32_t first, double s
             sim->w.time, ms_frame, (int)eta / 60, (int)eta % 60);
 }
 
-/* The config of a run: from its file, or for --resume from the log it continues. */
-static int load_run_config(run_args *a, csm_config *cfg, csm_error *err)
-{
-    char *outset = NULL;
-    if (a->out) a->sets[a->nsets++] = outset = out_override(a->out);
-    int rc;
-    if (a->resume) {
-        char *text, *name;
-        if (csm_log_read_config(a->resume, &text, &name, err)) return -1;
-        /* the log stays where it is now, whatever path its config named */
-        a->sets[a->nsets++] = outset = out_override(a->resume);
-        rc = csm_config_load_text(name, text, a->sets, a->nsets, cfg, err);
-        free(text);
-        free(name);
-    } else {
-        rc = csm_config_load(a->config, a->sets, a->nsets, cfg, err);
-    }
-    free(outset);
-    return rc;
-}
-
 int csm_cmd_run(int argc, char **argv)
 {
     run_args a;
@@ -187,63 +140,31 @@ int csm_cmd_run(int argc, char **argv)
                         "       csm run --resume LOG.h5 [--frames N] [--threads N]\n");
         return 2;
     }
-    csm_error err = {{0}, 0};
-    csm_config cfg;
-    int rc = load_run_config(&a, &cfg, &err);
+    /* -o is the config's output.path; a resumed log stays where it is now, whatever path its
+       config named */
+    char *outset = NULL;
+    if (a.out || a.resume) a.sets[a.nsets++] = outset = out_override(a.resume ? a.resume : a.out);
+    csm_options opt = {.size = sizeof opt, .log = a.resume, .log_config = 1, .force = a.force,
+                       .resume = a.resume != NULL, .threads = a.threads};
+    csm_simulation *s;
+    char error[1300];
+    int status = csm_simulation_create(a.config, NULL, a.sets, a.nsets, &opt, &s, error, sizeof error);
+    free(outset);
     csm_args_free(&a.args);
-    if (rc) {
-        fprintf(stderr, "csm: %s\n", err.msg);
-        return err.code ? err.code : 2;
+    if (status) {
+        fprintf(stderr, "csm: %s\n", error);
+        return status;
     }
-    if (cfg.nsweep > 0 && !a.resume)
+    const csm_config *cfg = csm_simulation_config(s);
+    const csm_sim *sim = csm_simulation_state(s);
+    const char *path = csm_simulation_log(s);
+    if (cfg->nsweep > 0 && !a.resume)
         fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
                 a.config);
-    csm_set_threads(a.threads);
-    const char *path = cfg.output_path;
-    struct stat st;
-    if (!a.resume && stat(path, &st) == 0 && !a.force) {
-        fprintf(stderr, "csm: %s already exists (use --force to overwrite it, or --resume to continue it)\n", path);
-        csm_config_free(&cfg);
-        return 2;
-    }
-    /* --force replaces an old log, never anything else (the config itself, a mesh, a folder); an
-       empty file is what a log's failed creation leaves, and it is replaced too */
-    if (!a.resume && stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || (st.st_size > 0 && H5Fis_hdf5(path) <= 0))) {
-        fprintf(stderr, "csm: %s exists and is not an HDF5 log; --force overwrites only logs\n", path);
-        csm_config_free(&cfg);
-        return 2;
-    }
-    if (!a.resume && make_parent(path, &err)) {
-        fprintf(stderr, "csm: %s\n", err.msg);
-        csm_config_free(&cfg);
-        return 2;
-    }
-    csm_sim sim;
-    if (csm_sim_create(&cfg, &sim, &err)) {
-        fprintf(stderr, "csm: %s\n", err.msg);
-        csm_config_free(&cfg);
-        return err.code ? err.code : 1;
-    }
-    if (sim.w.degenerate_clusters > 0 && !a.resume)
+    if (sim->w.degenerate_clusters > 0 && !a.resume)
         fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
-                        "inverted with a pseudo-inverse\n", sim.w.degenerate_clusters, sim.w.C.k);
-    if (!a.resume) report_gains(&cfg, &sim, 0);
-    csm_log *log;
-    if (a.resume ? csm_log_resume(path, &sim, &log, &err) : csm_log_open(path, &sim, &log, &err)) {
-        fprintf(stderr, "csm: %s\n", err.msg);
-        csm_sim_destroy(&sim);
-        csm_config_free(&cfg);
-        return err.code ? err.code : 1;
-    }
-    if (!a.resume) {
-        /* the old run's sidecar and view file describe frames this log no longer holds: gone now,
-           under the log's lock, so that a run killed before it writes its own leaves none stale */
-        char side[4200];
-        csm_log_xdmf_path(path, side, sizeof side);
-        unlink(side);
-        csm_log_view_path(path, side, sizeof side);
-        unlink(side);
-    }
+                        "inverted with a pseudo-inverse\n", sim->w.degenerate_clusters, sim->w.C.k);
+    if (!a.resume) report_gains(cfg, sim, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -255,79 +176,58 @@ int csm_cmd_run(int argc, char **argv)
 
     int tty = isatty(STDERR_FILENO);
     double started = csm_now(), last_print = 0, total_time = 0;
-    int32_t first_frame = sim.frame;
+    int32_t first_frame = sim->frame;
     /* each frame's time, for the median: one stall inflates a mean */
-    double *frame_ms = malloc(sizeof *frame_ms * (size_t)(cfg.frames > first_frame ? cfg.frames - first_frame : 1));
+    double *frame_ms = malloc(sizeof *frame_ms * (size_t)(cfg->frames > first_frame ? cfg->frames - first_frame : 1));
     if (!frame_ms) abort();
-    int status = 0;
-    char status_text[1200] = "ok";
-    if (a.resume) {
-        fprintf(stderr, "csm: resuming %s at frame %d of %d (t = %g s)\n", path, sim.frame, cfg.frames, sim.w.time);
-    } else {
-        csm_diag d;
-        csm_diagnostics(&sim, &d);
-        if (csm_log_frame(log, &sim, &d, &err)) {
-            status = 1;
-            snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
-        }
-        csm_sim_logged(&sim);
-    }
-    while (!status && sim.frame < cfg.frames) {
+    char status_text[1400] = "ok";
+    if (a.resume)
+        fprintf(stderr, "csm: resuming %s at frame %d of %d (t = %g s)\n", path, sim->frame, cfg->frames, sim->w.time);
+    while (!status && sim->frame < cfg->frames) {
         if (stop_requested) {
             status = 130;
             snprintf(status_text, sizeof status_text, "interrupted");
-            snprintf(err.msg, sizeof err.msg, "interrupted by signal %d at frame %d; the log keeps every frame written "
-                     "(csm run --resume %s continues it)", (int)stop_requested, sim.frame, path);
+            snprintf(error, sizeof error, "interrupted by signal %d at frame %d; the log keeps every frame written "
+                     "(csm run --resume %s continues it)", (int)stop_requested, sim->frame, path);
             break;
         }
-        if (csm_sim_frame(&sim, &err)) {
-            status = err.code ? err.code : 1;
-            snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
+        if ((status = csm_simulation_frames(s, 1))) {
+            snprintf(error, sizeof error, "%s", csm_simulation_error(s));
+            snprintf(status_text, sizeof status_text, "failed: %s", error);
             break;
         }
-        if (sim.frame % cfg.output_every == 0 || sim.frame == cfg.frames) {
-            csm_diag d;
-            csm_diagnostics(&sim, &d);
-            if (csm_log_frame(log, &sim, &d, &err)) {
-                status = 1;
-                snprintf(status_text, sizeof status_text, "failed: %s", err.msg);
-                break;
-            }
-            csm_sim_logged(&sim);
-        }
-        frame_ms[sim.frame - first_frame - 1] = 1e3 * sim.last.seconds[CSM_TIMING_TOTAL];
-        total_time += sim.last.seconds[CSM_TIMING_TOTAL];
-        if (tty && (csm_now() - last_print > 0.2 || sim.frame == cfg.frames)) {
-            progress(&sim, cfg.frames, first_frame, started, 1e3 * total_time / (sim.frame - first_frame));
+        frame_ms[sim->frame - first_frame - 1] = 1e3 * sim->last.seconds[CSM_TIMING_TOTAL];
+        total_time += sim->last.seconds[CSM_TIMING_TOTAL];
+        if (tty && (csm_now() - last_print > 0.2 || sim->frame == cfg->frames)) {
+            progress(sim, cfg->frames, first_frame, started, 1e3 * total_time / (sim->frame - first_frame));
             last_print = csm_now();
         }
     }
     if (tty) fprintf(stderr, "\n");
-    csm_error cerr = {{0}, 0};
-    int close_failed = csm_log_close(log, status_text, &cerr) != 0;
+    char xmf[4096], logpath[4096], name[256], closing[1300] = "";
+    csm_log_xdmf_path(path, xmf, sizeof xmf);
+    snprintf(logpath, sizeof logpath, "%s", path);
+    snprintf(name, sizeof name, "%s", cfg->name);
+    int32_t ran = sim->frame - first_frame, n = sim->w.P.n, k = sim->w.C.k;
+    int close_failed = csm_simulation_close(s, status_text, closing, sizeof closing) != 0;
     if (close_failed && !status) {
         status = 1;
-        snprintf(err.msg, sizeof err.msg, "%s", cerr.msg);
+        snprintf(error, sizeof error, "%s", closing);
         close_failed = 0;
     }
-    char xmf[4096];
-    csm_log_xdmf_path(path, xmf, sizeof xmf);
-    int32_t ran = sim.frame - first_frame;
     if (status) {
-        fprintf(stderr, "csm: %s\n", err.msg);
-        if (close_failed) fprintf(stderr, "csm: %s\n", cerr.msg);
+        fprintf(stderr, "csm: %s\n", error);
+        if (close_failed) fprintf(stderr, "csm: %s\n", closing);
         else /* the message is the line above: the status's first word says what the log holds */
-            fprintf(stderr, "csm: log (status '%.*s'): %s\n", (int)strcspn(status_text, ":"), status_text, path);
+            fprintf(stderr, "csm: log (status '%.*s'): %s\n", (int)strcspn(status_text, ":"), status_text, logpath);
     } else {
         qsort(frame_ms, (size_t)ran, sizeof *frame_ms, cmp_double);
         double median = ran ? (ran % 2 ? frame_ms[ran / 2] : 0.5 * (frame_ms[ran / 2 - 1] + frame_ms[ran / 2])) : 0.0;
-        printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame median (mean %.3f)\n", cfg.name, sim.w.P.n,
-               sim.w.C.k, ran, median, ran ? 1e3 * total_time / ran : 0.0);
-        printf("log:     %s\nsidecar: %s\n", path, xmf);
+        printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame median (mean %.3f)\n", name, n, k, ran, median,
+               ran ? 1e3 * total_time / ran : 0.0);
+        printf("log:     %s\nsidecar: %s\n", logpath, xmf);
     }
     free(frame_ms);
-    csm_sim_destroy(&sim);
-    csm_config_free(&cfg);
     return status;
 }
 
