@@ -47,7 +47,10 @@ typedef struct csm_options {
    `force`. On failure *out is NULL and the message is in `error` (size bytes). */
 int csm_simulation_create(const char *path, const char *text, const char *const *sets, int nsets, const csm_options *opt,
                csm_simulation **out, char *error, size_t size);
-/* Ends the simulation and its log (status "ok", or the failure that stopped it); NULL is allowed. */
+/* Ends the log (status "ok", or the failure that stopped it) and refuses every step after it; the
+   arrays stay readable until csm_simulation_destroy. 1 when the log could not be closed cleanly. */
+int csm_simulation_finish(csm_simulation *s);
+/* Finishes the simulation and frees it; NULL is allowed. */
 int csm_simulation_destroy(csm_simulation *s);
 /* The message of the last failure, "" when none. */
 const char *csm_simulation_error(const csm_simulation *s);
@@ -66,6 +69,8 @@ double csm_simulation_time(const csm_simulation *s);      /* s */
 int64_t csm_simulation_frame(const csm_simulation *s);    /* frames completed */
 int64_t csm_simulation_step_count(const csm_simulation *s); /* steps completed */
 double csm_simulation_dt(const csm_simulation *s);        /* s per frame (time.dt) */
+int64_t csm_simulation_frames_wanted(const csm_simulation *s); /* the config's time.frames */
+const char *csm_simulation_log_path(const csm_simulation *s); /* the log it writes ("": none) */
 int32_t csm_simulation_substeps(const csm_simulation *s); /* steps per frame */
 
 /* The particles, [3n] or [n], row-major x, y, z. Positions and the masses are the library's to
@@ -75,8 +80,8 @@ double *csm_simulation_velocities(csm_simulation *s);
 const double *csm_simulation_masses(const csm_simulation *s);
 const double *csm_simulation_rest_positions(const csm_simulation *s);
 /* [3n] forces (N) on each particle, applied at every step until the host changes them; zeros at
-   first. Their work enters the energy budget as a force's without a potential. NULL when out of
-   memory. */
+   first. Their work enters the energy budget as a force's without a potential; a step with one
+   that is not finite is refused (2). NULL when out of memory. */
 double *csm_simulation_external_force(csm_simulation *s);
 /* Pin particle i (its inverse mass 0: it keeps its velocity's effect off and stays where it is
    put) or free it; 2 when i is out of range. */

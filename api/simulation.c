@@ -31,6 +31,7 @@ struct csm_simulation {
     int64_t saved_step;
     char error[1200];
     char log_path[4096]; /* "" when it writes none */
+    int finished;        /* csm_simulation_finish: no step after it */
 };
 
 int csm_api_version(void) { return CSM_API_VERSION; }
@@ -178,6 +179,19 @@ int csm_simulation_close(csm_simulation *s, const char *status, char *error, siz
     return rc;
 }
 
+int csm_simulation_finish(csm_simulation *s)
+{
+    if (!s->log) return 0;
+    char status[1300] = "ok";
+    if (s->failed) snprintf(status, sizeof status, "failed: %s", s->error);
+    csm_error err = {{0}, 0};
+    int rc = csm_log_close(s->log, status, &err) ? CSM_EXIT_FAILURE : 0;
+    s->log = NULL;
+    s->finished = 1;
+    if (rc) snprintf(s->error, sizeof s->error, "%s", err.msg);
+    return rc;
+}
+
 int csm_simulation_destroy(csm_simulation *s) { return csm_simulation_close(s, NULL, NULL, 0); }
 
 const char *csm_simulation_error(const csm_simulation *s) { return s ? s->error : "no simulation"; }
@@ -219,6 +233,17 @@ int csm_simulation_step(csm_simulation *s, int64_t steps)
                  (long long)s->sim.frame + 1);
         return CSM_EXIT_FAILURE;
     }
+    if (s->finished) {
+        snprintf(s->error, sizeof s->error, "the simulation is finished: it takes no step");
+        return CSM_EXIT_BAD_INPUT;
+    }
+    const double *f = s->sim.external_force;
+    for (int64_t a = 0; f && a < 3 * (int64_t)s->sim.w.P.n; a++)
+        if (!isfinite(f[a])) {
+            snprintf(s->error, sizeof s->error, "the external force on particle %lld is not finite (%g)",
+                     (long long)(a / 3), f[a]);
+            return CSM_EXIT_BAD_INPUT;
+        }
     if (steps < 0) {
         snprintf(s->error, sizeof s->error, "steps = %lld: give a count of 0 or more", (long long)steps);
         return CSM_EXIT_BAD_INPUT;
@@ -246,6 +271,7 @@ double csm_simulation_time(const csm_simulation *s) { return s->sim.w.time; }
 int64_t csm_simulation_frame(const csm_simulation *s) { return s->sim.frame; }
 int64_t csm_simulation_step_count(const csm_simulation *s) { return s->sim.w.step; }
 double csm_simulation_dt(const csm_simulation *s) { return s->cfg.dt; }
+int64_t csm_simulation_frames_wanted(const csm_simulation *s) { return s->cfg.frames; }
 int32_t csm_simulation_substeps(const csm_simulation *s) { return s->cfg.substeps; }
 
 const double *csm_simulation_positions(const csm_simulation *s) { return s->sim.w.P.x; }
@@ -385,4 +411,4 @@ int csm_simulation_restore(csm_simulation *s, const char *path)
 
 const csm_sim *csm_simulation_state(const csm_simulation *s) { return &s->sim; }
 const csm_config *csm_simulation_config(const csm_simulation *s) { return &s->cfg; }
-const char *csm_simulation_log(const csm_simulation *s) { return s->log_path; }
+const char *csm_simulation_log_path(const csm_simulation *s) { return s->log_path; }

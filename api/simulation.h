@@ -9,8 +9,6 @@
 
 const csm_sim *csm_simulation_state(const csm_simulation *s);
 const csm_config *csm_simulation_config(const csm_simulation *s);
-/* The log it writes ("" when none). */
-const char *csm_simulation_log(const csm_simulation *s);
 /* csm_simulation_destroy with the log's status `status` (NULL: "ok", or the failure that stopped
    it); a log that cannot be closed cleanly returns 1 and says why in error. */
 int csm_simulation_close(csm_simulation *s, const char *status, char *error, size_t size);

@@ -540,6 +540,9 @@ int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *
         free(acc);
         free(prev);
     }
-    fcm_rows(x, mass, count, centres, k, state, m, u, NULL); /* memberships that match the final centres */
+    /* memberships that match the final centres; the change from what u held is not wanted, and u
+       may hold nothing yet */
+    memset(u, 0, sizeof *u * (size_t)count * (size_t)k);
+    fcm_rows(x, mass, count, centres, k, state, m, u, NULL);
     return it;
 }

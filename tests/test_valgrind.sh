@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Valgrind memcheck over one short experiment: a plastic bar that reclusters (run), the same log
-# continued (csm run --resume) and read back (csm info). Any invalid access, use of an
-# uninitialised value, or memory leaked for good fails the test.
+# continued (csm run --resume) and read back (csm info); and over the C API's test (test_api: a
+# host that creates, steps, checkpoints, restores and destroys simulations). Any invalid access,
+# use of an uninitialised value, or memory leaked for good fails the test.
 source "$(dirname "$0")/lib.sh" "$@"
 vg=(valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --quiet)
 vgcheck() { # vgcheck NAME COMMAND...: exit 0 and no report from memcheck
@@ -19,4 +20,5 @@ vgcheck "csm run" "$csm" run "$cfg" --set 'recluster={method: embedded, cond_max
     --frames 10 --threads 1 -o "$tmp/bar.h5"
 vgcheck "csm run --resume" "$csm" run --resume "$tmp/bar.h5" --frames 14 --threads 1
 vgcheck "csm info" "$csm" info "$tmp/bar.h5"
+vgcheck "test_api" "$3"
 finish

@@ -157,7 +157,7 @@ int csm_cmd_run(int argc, char **argv)
     }
     const csm_config *cfg = csm_simulation_config(s);
     const csm_sim *sim = csm_simulation_state(s);
-    const char *path = csm_simulation_log(s);
+    const char *path = csm_simulation_log_path(s);
     if (cfg->nsweep > 0 && !a.resume)
         fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
                 a.config);

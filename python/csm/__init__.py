@@ -14,6 +14,9 @@
         print(run.values, run.status)
         with run.open() as log: ...
 
+csm.Simulation steps a simulation in this process through libcsm.so (csm/simulation.py), and
+csm.run runs a config to its end and returns its log opened.
+
 Frame numbers count logged frames from 0 (the initial state); negative ones count from the end.
 """
 import csv
@@ -22,7 +25,8 @@ import os
 import h5py
 import numpy as np
 
-__all__ = ["open", "sweep", "Log", "Clusters", "Run"]
+__all__ = ["open", "sweep", "Log", "Clusters", "Run", "Simulation", "run", "CsmError", "ConfigError",
+           "SimulationError"]
 __version__ = "0.1.0"
 
 _open = open  # the builtin, before csm.open shadows it here
@@ -215,3 +219,6 @@ def sweep(folder):
         fixed = {"run", "status", "frames", "wall_s", "path"}
         keys = [k for k in reader.fieldnames if k not in fixed]
         return [Run(folder, row, keys) for row in reader]
+
+
+from .simulation import ConfigError, CsmError, Simulation, SimulationError, run  # noqa: E402 - after open, which run returns
