@@ -9,6 +9,11 @@
 # says how many (--frames 2 is added after the subcommand).
 source "$(dirname "$0")/lib.sh" "$@"
 export MPLBACKEND=Agg
+lib=$(cd "$(dirname "$csm")" && pwd)/libcsm.so
+# Python loads a sanitized library only after its runtime; Python's own allocations are not its to judge
+if nm -D "$lib" 2>/dev/null | grep -q __asan_init; then
+    export LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0
+fi
 
 # The lines of a page's sh blocks, continuations joined, one per line of output.
 commands() {
@@ -27,7 +32,8 @@ scratch() {
     local work=$tmp/$1
     mkdir -p "$work/build"
     ln -s "$csm" "$work/build/csm"
-    for d in core experiments data tests; do ln -s "$root/$d" "$work/$d"; done
+    ln -s "$lib" "$work/build/libcsm.so"
+    for d in api core experiments data tests; do ln -s "$root/$d" "$work/$d"; done
     cp -r "$root/python" "$root/docs" "$work/" # pip may write into python/; a plugin path is relative to its config
     echo "$work"
 }

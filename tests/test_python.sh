@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python reader (python/csm): it opens a reclustering run's log and gives every frame's
 # clusters without CSR arithmetic, the same numbers the datasets hold; it lists a sweep's runs;
-# and it installs into a venv with no network (pip --no-index), where the venv module is there.
+# and it installs into a venv with no network (pip --no-index), where the venv module is there,
+# carrying libcsm.so, with which it steps a simulation (csm.Simulation) from any folder.
 source "$(dirname "$0")/lib.sh" "$@"
 "$csm" run "$root/tests/configs/recluster_bar.yaml" --set 'recluster={method: embedded, cond_max: 1.5, fade_out: 5, fade_in: 3}' \
     --frames 45 -o "$tmp/bar.h5" >/dev/null 2>&1
@@ -58,9 +59,18 @@ PY
 # installed as a package with no network, as the README says
 if "$py" -m venv --system-site-packages "$tmp/venv" 2>/dev/null && [ -x "$tmp/venv/bin/pip" ]; then
     cp -r "$root/python" "$tmp/python"
-    "$tmp/venv/bin/pip" install --no-index --no-build-isolation "$tmp/python" >"$tmp/pip.txt" 2>&1
+    # the library the build made goes in with the package (the copy here has no ../build beside it)
+    CSM_LIBRARY=$(cd "$(dirname "$csm")" && pwd)/libcsm.so \
+        "$tmp/venv/bin/pip" install --no-index --no-build-isolation "$tmp/python" >"$tmp/pip.txt" 2>&1
     check "pip install --no-index ./python ($(tail -1 "$tmp/pip.txt"))" [ $? -eq 0 ]
     check "the installed package opens a log" "$tmp/venv/bin/python" -c "import csm, sys; csm.open(sys.argv[1]).close()" "$tmp/bar.h5"
+    if nm -D "$(dirname "$csm")/libcsm.so" 2>/dev/null | grep -q __asan_init; then
+        echo "note: a sanitized libcsm.so is not loaded into the venv's Python"
+    else
+        check "the installed package steps a simulation with the library it carries" sh -c 'cd / && env -u CSM_LIBRARY \
+            "$1/venv/bin/python" -c "import csm, sys; s = csm.Simulation(sys.argv[1]); s.step(2); assert s.frame == 2" "$2"' \
+            sh "$tmp" "$root/experiments/configs/drop_cube.yaml"
+    fi
 else
     echo "note: no python3-venv with pip here; the install is not tried"
 fi
