@@ -25,6 +25,8 @@ import os
 import h5py
 import numpy as np
 
+from ._rows import Memberships
+
 __all__ = ["open", "sweep", "Log", "Clusters", "Run", "Simulation", "run", "CsmError", "ConfigError",
            "SimulationError"]
 __version__ = "0.1.0"
@@ -40,7 +42,7 @@ def _text(value):
     return value
 
 
-class Clusters:
+class Clusters(Memberships):
     """The clusters of one logged frame. Per cluster (k rows): ids (stable over reclustering),
     state (0 active, 1 fading out, 2 fading in), com (k, 3), R (k, 3, 3), Fp (k, 3, 3), width,
     stress_alpha. Per membership: member (particle ids), weight, and cluster (which cluster each
@@ -72,15 +74,6 @@ class Clusters:
         self.member = f["clusters/members"][m0:m1]
         self.weight = f["clusters/weights"][m0:m1]
         self.cluster = np.repeat(np.arange(self.count), np.diff(self.offsets))
-
-    def members(self, c):
-        return self.member[self.offsets[c]:self.offsets[c + 1]]
-
-    def weights(self, c):
-        return self.weight[self.offsets[c]:self.offsets[c + 1]]
-
-    def __len__(self):
-        return self.count
 
 
 class Log:

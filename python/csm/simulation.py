@@ -19,6 +19,8 @@ import tempfile
 
 import numpy as np
 
+from ._rows import Memberships
+
 __all__ = ["Simulation", "run", "CsmError", "ConfigError", "SimulationError", "library"]
 
 API_VERSION = 1
@@ -148,7 +150,7 @@ class _Handle:
             self.ptr = None
 
 
-class Clusters:
+class Clusters(Memberships):
     """The clusters of the simulation now, copied: k rows of ids (stable over reclustering), state
     (0 active, 1 fading out, 2 fading in), com (k, 3), R (k, 3, 3), Fp (k, 3, 3); per membership
     member (particle ids), weight and cluster; offsets (k + 1) into them; members(c) and
@@ -170,15 +172,6 @@ class Clusters:
         self.state = copy(lib.csm_simulation_cluster_states(s), (k,), np.int32)
         self.ids = copy(lib.csm_simulation_cluster_ids(s), (k,), np.int32)
         self.cluster = np.repeat(np.arange(k), np.diff(self.offsets))
-
-    def members(self, c):
-        return self.member[self.offsets[c]:self.offsets[c + 1]]
-
-    def weights(self, c):
-        return self.weight[self.offsets[c]:self.offsets[c + 1]]
-
-    def __len__(self):
-        return self.count
 
 
 class Simulation:
