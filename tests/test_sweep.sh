@@ -201,4 +201,31 @@ check "--max-runs: every run listed" [ "$(wc -l <big.txt)" -eq 10648 ]
 check "--max-runs: the count comes first" grep -q "^csm: sweep big: 10648 runs" big.err
 check "--max-runs: the listed ids are distinct" [ "$(cut -f1 big.txt | sort -u | wc -l)" -eq 10648 ]
 
+# one value spelt several ways is one run; keys that overlap are refused; the jobs are bounded
+"$csm" sweep tiny.yaml --list --set 'sweep={solver.alpha: [0.1, 0.10, 1e-1, 0.100, 0.2]}' >spelt.txt 2>spelt.err
+check "0.1, 0.10, 1e-1 and 0.100 are one run, 0.2 another" [ "$(wc -l <spelt.txt)" -eq 2 ]
+check "... and a note says so" [ "$(grep -c "resolves to the same config" spelt.err)" -eq 3 ]
+expect 2 "sweep keys solver.alpha and solver overlap" -- "$csm" sweep tiny.yaml --list \
+    --set 'sweep={solver.alpha: [0.1], solver: [{alpha: 0.2}]}'
+expect 2 "sweep keys objects.0 and objects.0.mass overlap" -- "$csm" sweep tiny.yaml --list \
+    --set 'sweep={objects.0: [{shape: {type: box}}], objects.0.mass: [2]}'
+expect 2 "\-\-jobs 100000: at most [0-9]+ runs at once" -- "$csm" sweep tiny.yaml --jobs 100000
+# runs that cannot be started (no process left under the user's limit: one, the sweep itself,
+# whose libraries then start no thread either) fail the sweep, with what ran moved in and a count
+# of the rest; as root only root can lower the limit of another user (a sanitized build starts
+# threads of its own and is left out)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && ! nm -D "$(dirname "$csm")/libcsm.so" | grep -q __asan_init; then
+    few=$(mktemp -d)
+    chmod 777 "$few"
+    cp "$csm" "$(dirname "$csm")/libcsm.so" tiny.yaml "$few/"
+    chmod 755 "$few/csm"
+    setpriv --reuid=65534 --regid=65534 --clear-groups bash -c \
+        'cd "$1" && ulimit -u 1 && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$1" exec ./csm sweep tiny.yaml -o sw --jobs 2 --frames 2 >out.txt 2>&1' \
+        sh "$few"
+    code=$?
+    check "a sweep whose runs cannot start exits 1 ($code)" [ "$code" -eq 1 ]
+    check "... and says how many did not start" grep -q "6 not started" "$few/out.txt"
+    rm -rf "$few"
+fi
+
 finish

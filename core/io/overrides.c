@@ -136,6 +136,17 @@ int csm_sweep_parse(csm_node *root, csm_config *cfg, csm_error *err)
                           csm_node_where(c, wbuf, sizeof wbuf), c->key);
             goto done;
         }
+        /* one key inside another's would have its value swept twice, one overwriting the other
+           while index.csv records both */
+        for (int a = 0; a < cfg->nsweep; a++) {
+            const char *o = cfg->sweep[a].key;
+            size_t lo = strlen(o), lc = strlen(c->key), l = lo < lc ? lo : lc;
+            if (!strncmp(o, c->key, l) && (lo == lc || (lo < lc ? c->key : o)[l] == '.')) {
+                rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: sweep keys %s and %s overlap (one sets part of the "
+                              "other): sweep each value under one key", csm_node_where(c, wbuf, sizeof wbuf), o, c->key);
+                goto done;
+            }
+        }
         csm_sweep_axis *ax = &cfg->sweep[cfg->nsweep++];
         ax->key = csm_dupstr(c->key, strlen(c->key));
         ax->line = c->line;

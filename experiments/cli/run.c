@@ -120,6 +120,35 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Frame times for the median, in bounded memory: every frame's until FRAME_SAMPLES are held,
+   then every second one of those and of the frames after, and so on (a run of 10^9 frames
+   keeps FRAME_SAMPLES evenly spread times, not 8 GB). */
+enum { FRAME_SAMPLES = 1 << 16 };
+typedef struct frame_times {
+    double ms[FRAME_SAMPLES];
+    int32_t n;
+    int64_t stride, seen;
+} frame_times;
+
+static void frame_time(frame_times *t, double ms)
+{
+    if (t->seen++ % t->stride) return;
+    if (t->n == FRAME_SAMPLES) {
+        for (int32_t k = 0; k < FRAME_SAMPLES / 2; k++) t->ms[k] = t->ms[2 * k];
+        t->n = FRAME_SAMPLES / 2;
+        t->stride *= 2;
+        if ((t->seen - 1) % t->stride) return;
+    }
+    t->ms[t->n++] = ms;
+}
+
+static double frame_median(frame_times *t)
+{
+    int32_t n = t->n;
+    qsort(t->ms, (size_t)n, sizeof *t->ms, cmp_double);
+    return n ? (n % 2 ? t->ms[n / 2] : 0.5 * (t->ms[n / 2 - 1] + t->ms[n / 2])) : 0.0;
+}
+
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
@@ -177,9 +206,14 @@ int csm_cmd_run(int argc, char **argv)
     int tty = isatty(STDERR_FILENO);
     double started = csm_now(), last_print = 0, total_time = 0;
     int32_t first_frame = sim->frame;
-    /* each frame's time, for the median: one stall inflates a mean */
-    double *frame_ms = malloc(sizeof *frame_ms * (size_t)(cfg->frames > first_frame ? cfg->frames - first_frame : 1));
-    if (!frame_ms) abort();
+    /* the frames' times, for the median: one stall inflates a mean */
+    frame_times *times = calloc(1, sizeof *times);
+    if (!times) {
+        csm_simulation_close(s, "failed: out of memory", NULL, 0);
+        fprintf(stderr, "csm: out of memory\n");
+        return 1;
+    }
+    times->stride = 1;
     char status_text[1400] = "ok";
     if (a.resume)
         fprintf(stderr, "csm: resuming %s at frame %d of %d (t = %g s)\n", path, sim->frame, cfg->frames, sim->w.time);
@@ -196,7 +230,7 @@ int csm_cmd_run(int argc, char **argv)
             snprintf(status_text, sizeof status_text, "failed: %s", error);
             break;
         }
-        frame_ms[sim->frame - first_frame - 1] = 1e3 * sim->last.seconds[CSM_TIMING_TOTAL];
+        frame_time(times, 1e3 * sim->last.seconds[CSM_TIMING_TOTAL]);
         total_time += sim->last.seconds[CSM_TIMING_TOTAL];
         if (tty && (csm_now() - last_print > 0.2 || sim->frame == cfg->frames)) {
             progress(sim, cfg->frames, first_frame, started, 1e3 * total_time / (sim->frame - first_frame));
@@ -221,13 +255,12 @@ int csm_cmd_run(int argc, char **argv)
         else /* the message is the line above: the status's first word says what the log holds */
             fprintf(stderr, "csm: log (status '%.*s'): %s\n", (int)strcspn(status_text, ":"), status_text, logpath);
     } else {
-        qsort(frame_ms, (size_t)ran, sizeof *frame_ms, cmp_double);
-        double median = ran ? (ran % 2 ? frame_ms[ran / 2] : 0.5 * (frame_ms[ran / 2 - 1] + frame_ms[ran / 2])) : 0.0;
+        double median = frame_median(times);
         printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame median (mean %.3f)\n", name, n, k, ran, median,
                ran ? 1e3 * total_time / ran : 0.0);
         printf("log:     %s\nsidecar: %s\n", logpath, xmf);
     }
-    free(frame_ms);
+    free(times);
     return status;
 }
 

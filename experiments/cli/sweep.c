@@ -94,6 +94,10 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         fprintf(stderr, "csm: missing CONFIG\n");
         return -1;
     }
+    if (a->jobs > csm_threads_max()) { /* processes oversubscribe as threads do */
+        fprintf(stderr, "csm: --jobs %d: at most %d runs at once on this machine\n", a->jobs, csm_threads_max());
+        return -1;
+    }
     if (a->frames_set[0]) a->sets[a->nsets++] = a->frames_set;
     const char *tid = getenv("SLURM_ARRAY_TASK_ID"), *tcount = getenv("SLURM_ARRAY_TASK_COUNT");
     if (!have_shard && tid && tcount) {
@@ -347,17 +351,19 @@ static int execute(sweep *s, int *selected, int nsel)
             s->base.name, nsel, nsel == 1 ? "" : "s", s->a.shard_n > 1 ? " in this shard" : "", ntodo, skipped, s->a.jobs, s->a.threads,
             s->a.threads > 1 ? "s" : "", s->dir);
     if (write_index(s, &err)) fprintf(stderr, "csm: %s\n", err.msg);
-    int forwarded = 0;
-    while (next < ntodo || running > 0) {
+    int forwarded = 0, unstarted = 0;
+    while ((next < ntodo && !unstarted && !stop_signal) || running > 0) {
         if (stop_signal && !forwarded) {
             for (int k = 0; k < nsel; k++)
                 if (s->runs[selected[k]].pid > 0) kill(s->runs[selected[k]].pid, (int)stop_signal);
             forwarded = 1;
         }
-        if (!stop_signal && next < ntodo && running < s->a.jobs) {
+        if (!stop_signal && !unstarted && next < ntodo && running < s->a.jobs) {
             if (launch(s, &s->runs[todo[next]], &err) < 0) {
+                /* no run more is started; those running are waited for and moved in */
                 fprintf(stderr, "csm: %s\n", err.msg);
-                break;
+                unstarted = ntodo - next;
+                continue;
             }
             next++;
             running++;
@@ -388,10 +394,12 @@ static int execute(sweep *s, int *selected, int nsel)
         }
     }
     free(todo);
-    printf("sweep %s: %d ok, %d failed, %d skipped (already ok)%s; index: %s/index.csv\n", s->base.name, ok,
-           failed, skipped, stop_signal ? ", interrupted" : "", s->dir);
+    char cut[64] = "";
+    if (unstarted) snprintf(cut, sizeof cut, ", %d not started", unstarted);
+    printf("sweep %s: %d ok, %d failed, %d skipped (already ok)%s%s; index: %s/index.csv\n", s->base.name, ok,
+           failed, skipped, cut, stop_signal ? ", interrupted" : "", s->dir);
     if (stop_signal) return 130;
-    return failed ? 1 : 0;
+    return failed || unstarted ? 1 : 0;
 }
 
 int csm_cmd_sweep(int argc, char **argv)

@@ -4,6 +4,7 @@
 
 #include "files.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,30 @@ static int by_key(const void *a, const void *b)
     return strcmp((*(const csm_node *const *)a)->key, (*(const csm_node *const *)b)->key);
 }
 
+/* A number's one spelling, so that 0.1, 0.10 and 1e-1 name one run: an integral value as its
+   digits, another as the shortest %g that reads back to it. Text that is no number is itself. */
+static const char *canonical_number(const char *text, char canon[40])
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!text[0] || end == text || *end || !isfinite(v)) return text;
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        snprintf(canon, 40, "%.0f", v);
+        return canon;
+    }
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(canon, 40, "%.*g", digits, v);
+        if (strtod(canon, NULL) == v) break;
+    }
+    return canon;
+}
+
 static uint64_t hash_node(uint64_t h, const csm_node *n)
 {
-    if (n->kind == CSM_NODE_SCALAR) return fnv(fnv(h, n->quoted ? "s" : "v"), n->text);
+    if (n->kind == CSM_NODE_SCALAR) {
+        char canon[40];
+        return fnv(fnv(h, n->quoted ? "s" : "v"), n->quoted ? n->text : canonical_number(n->text, canon));
+    }
     h = fnv(h, n->kind == CSM_NODE_MAP ? "{" : "[");
     const csm_node **c = malloc((size_t)(n->nchild + 1) * sizeof *c);
     if (!c) abort();
