@@ -262,6 +262,36 @@ cp "$tmp/bar_linear.h5" "$tmp/moved.h5"
 check "resume refuses a log whose config builds other particles: exit 2" [ $? -eq 2 ]
 check "... and says so" grep -q "no longer builds the same particles" "$tmp/r3.txt"
 
+# a resume with --frames stores the frames it runs: a later resume without them continues from
+# there (it was refused: the stored config still asked for the first run's frames)
+printf 'name: more\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\n' >"$tmp/more.yaml"
+"$csm" run "$tmp/more.yaml" --frames 5 -o "$tmp/more.h5" >/dev/null 2>&1
+"$csm" run --resume "$tmp/more.h5" --frames 12 >/dev/null 2>&1
+expect 0 "" -- "$csm" run --resume "$tmp/more.h5"
+pylog "$tmp/more.h5" <<'PY'
+import sys
+from logcheck import check, finish, log
+f = log(sys.argv[1])
+check("frames: 12" in f.attrs["config"] and f["frames/time"].shape[0] == 13 and f.attrs["status"] == "ok",
+      "the log stores the resumed run's 12 frames and holds them, status ok")
+finish()
+PY
+
+# the output folder moved while the run writes: the status still reaches the file (it went to the
+# old path, and the moved log said `running`), and the run says where it stands
+mkdir -p "$tmp/mv1"
+"$csm" run "$tmp/more.yaml" --frames 100000000 -o "$tmp/mv1/long.h5" >"$tmp/mv.txt" 2>&1 &
+pid=$!
+sleep 1
+mv "$tmp/mv1" "$tmp/mv2"
+sleep 0.5
+kill -INT $pid
+wait $pid
+code=$?
+check "moved mid-run, interrupted: exit 130 ($code)" [ "$code" -eq 130 ]
+check "... the run says the log moved and what it holds" grep -q "moved while it was written; it holds status 'interrupted'" "$tmp/mv.txt"
+expect 0 "status +interrupted" -- "$csm" info "$tmp/mv2/long.h5"
+
 # a billion frames asked: the run's bookkeeping stays bounded (it kept 8 bytes a frame, 8 GB, and
 # aborted under a memory limit with no message); interrupted, it ends as any run does
 if ! nm -D "$(dirname "$csm")/libcsm.so" | grep -q __asan_init; then # the sanitizer reserves terabytes

@@ -194,6 +194,9 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
             H5Aclose(a);
         }
         rc |= csm_h5_attr_string(log->file, "status", "running");
+        /* the config it now runs (a --frames given to the resume), so that a later resume and the
+           advice an interruption prints continue this run, not the first */
+        rc |= csm_h5_attr_string(log->file, "config", sim->cfg->resolved);
         rc |= csm_h5_attr_int64(log->file, "resumes", resumes + 1);
         rc |= csm_h5_attr_int64(log->file, "resumed_from_frame", (int64_t)lf.e.T - 1);
         rc |= csm_h5_attr_int64(log->file, "threads", csm_get_threads());

@@ -8,6 +8,7 @@
 #include "lock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     const csm_config *cfg = sim->cfg;
     csm_log *log = calloc(1, sizeof *log);
     if (!log) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
+    log->fd = -1;
     /* before the file is truncated: a log another process writes is refused, not overwritten */
     if (csm_log_lock_take(log, path, err)) {
         csm_log_lock_drop(log);
@@ -196,6 +198,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->contact = cfg->contact.method != CSM_CONTACT_NONE;
     log->compression = cfg->output_compression;
     log->path = strdup(path);
+    log->fd = open(path, O_RDONLY | O_CLOEXEC);
     log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
     if (!log->path || (log->goals && !log->goal)) abort();
 
@@ -359,8 +362,11 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     if (log->broken) {
         rc = -1;
     } else if (status) {
-        /* a file in SWMR mode takes no new attribute values: the status goes in once it is closed */
-        hid_t f = csm_log_open_clearing(log->path);
+        /* a file in SWMR mode takes no new attribute values: the status goes in once it is closed,
+           through the descriptor held since the start (wherever the file is now) */
+        char held[64];
+        if (log->fd >= 0) snprintf(held, sizeof held, "/proc/self/fd/%d", log->fd);
+        hid_t f = csm_log_open_clearing(log->fd >= 0 ? held : log->path);
         if (f < 0) rc = -1;
         else {
             rc |= csm_h5_attr_string(f, "status", status);
@@ -368,10 +374,17 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
             if (H5Fclose(f) < 0) rc = -1;
         }
         char xmf[4096];
-        if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);
+        struct stat now, held_st;
+        int moved = log->fd >= 0 && fstat(log->fd, &held_st) == 0 &&
+                    (stat(log->path, &now) != 0 || now.st_ino != held_st.st_ino || now.st_dev != held_st.st_dev);
+        if (!rc && moved)
+            rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: the log was moved while it was written; it holds status '%s', "
+                          "and its sidecar is not written (csm info on the moved file writes it)", log->path, status);
+        else if (!rc) rc = csm_log_write_xdmf(log->path, xmf, sizeof xmf, err);
         else csm_fail(err, CSM_EXIT_FAILURE, "%s: could not close the log cleanly", log->path);
     } /* else given up while opening: the file keeps what it had */
     csm_log_lock_drop(log);
+    if (log->fd >= 0) close(log->fd);
     free(log->path);
     free(log->goal);
     free(log->rest.copy);

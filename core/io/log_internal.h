@@ -110,6 +110,8 @@ struct csm_log {
     int broken; /* a write failed: the file is left as the last flush made it */
     int lock_fd;     /* csm_lock_take of lock_path, held while this process writes the log; -1 when not */
     char *lock_path; /* <log>.lock */
+    int fd;          /* the log's file opened apart from HDF5, so that the status written at the end
+                        reaches it even when it was moved while written; -1 when not */
 };
 
 /* ---- Resume: the state of the last complete frame back into a simulation ---- */

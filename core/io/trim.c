@@ -3,6 +3,7 @@
    (checkpoint.c). */
 #include "log_internal.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,7 @@ csm_log *csm_log_handle(const char *path, hid_t file, const csm_sim *sim)
     log->events = log->event_type = -1;
     log->file = file;
     log->path = strdup(path);
+    log->fd = open(path, O_RDONLY | O_CLOEXEC);
     csm_error err;
     if (!log->path || csm_log_fields_build(log, sim, &err)) {
         csm_log_fields_free(log);
