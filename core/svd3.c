@@ -62,9 +62,23 @@ static void givens_qr_step(double B[9], double U[9], int p, int q, int col)
     }
 }
 
-void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9])
+/* 2^-k that brings the largest entry of A into [1, 2), and k (0 for a zero or non-finite A).
+   Scaling by a power of two is exact and every rounding scales with it, so a decomposition of the
+   scaled matrix is the same bits as of A wherever A's own would neither underflow nor overflow:
+   forming A^T A, or the cube of a scale in the Newton step, no longer does for tiny or huge
+   masses. */
+static int scale_exponent(const double A[9])
 {
-    double S[9];
+    double big = 0;
+    for (int k = 0; k < 9; k++) big = fmax(big, fabs(A[k]));
+    return big > 0 && isfinite(big) ? ilogb(big) : 0;
+}
+
+void csm_svd3_fast(const double A_in[9], double U[9], double s[3], double V[9])
+{
+    int ex = scale_exponent(A_in);
+    double A[9], S[9];
+    for (int k = 0; k < 9; k++) A[k] = ldexp(A_in[k], -ex);
     csm_m3_mul_at(A, A, S);
     csm_m3_identity(V);
     double scale = S[0] * S[0] + S[4] * S[4] + S[8] * S[8];
@@ -128,9 +142,9 @@ void csm_svd3_fast(const double A[9], double U[9], double s[3], double V[9])
     givens_qr_step(B, U, 0, 1, 0);
     givens_qr_step(B, U, 0, 2, 0);
     givens_qr_step(B, U, 1, 2, 1);
-    s[0] = B[0];
-    s[1] = B[4];
-    s[2] = B[8];
+    s[0] = ldexp(B[0], ex);
+    s[1] = ldexp(B[4], ex);
+    s[2] = ldexp(B[8], ex);
     /* The QR leaves s[0], s[1] >= 0 by construction except for an exact zero column; keep the
        ordering invariant s[1] >= |s[2]| by folding a negative s[1] into the last pair. */
     if (s[1] < 0) {
@@ -240,9 +254,10 @@ CSM_CLONES static void newton_lanes(int n, const double (*A)[9], double (*q)[4],
     }
     for (int l = 0; l < n; l++) {
         double scale = 0;
+        int e = scale_exponent(A[l]); /* the rotation of 2^-e A is A's */
         for (int k = 0; k < 9; k++) {
-            a[k][l] = A[l][k];
-            scale += fabs(A[l][k]);
+            a[k][l] = ldexp(A[l][k], -e);
+            scale += fabs(a[k][l]);
         }
         qw[l] = q[l][0], qx[l] = q[l][1], qy[l] = q[l][2], qz[l] = q[l][3];
         tol[l] = 1e-10 * scale;

@@ -6,6 +6,8 @@
 #include "csm_math.h"
 #include "kernel.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,6 +293,46 @@ static void test_strain_limiting_keeps_energy_bounded(void **state)
 
 /* Bargteil-Jones Sec 3: a mass on a zero-rest-length spring oscillates about the anchor under
    shape matching; under PBD the motion stops once the constraint holds. */
+/* A body's dynamics does not depend on its mass's scale: the clusters' moments scale with it, and
+   the polar decompositions scale their matrices by a power of two first, so that forming A^T A or
+   a Newton step's cube neither underflows nor overflows. Masses from 1e-300 to 1e300 kg give the
+   1 kg run's positions (1e-200 exploded the box and 1e200 failed at frame 1). */
+static void test_mass_scale_changes_nothing(void **state)
+{
+    (void)state;
+    static const char *box =
+        "name: mass_scale\n"
+        "time: {frames: 20}\n"
+        "objects:\n"
+        "  - shape: {type: box, size: [0.5, 0.5, 0.5]}\n"
+        "    sampling: {type: grid, spacing: 0.1}\n"
+        "    position: [0, 0.5, 0]\n"
+        "    angular_velocity: [0.3, 1, 0]\n"
+        "clustering: {method: random_radius, radius: 0.2}\n"
+        "solver: {integrator: shape_matching, alpha: 0.5}\n"
+        "forces: [{type: gravity}]\n"
+        "colliders: [{type: plane, normal: [0, 1, 0], offset: 0}]\n";
+    const char *masses[] = {"objects.0.mass=1", "objects.0.mass=1e-300", "objects.0.mass=1e-200",
+                            "objects.0.mass=1e120", "objects.0.mass=1e300"};
+    double *ref = NULL;
+    for (int k = 0; k < 5; k++) {
+        run r;
+        run_start_text(&r, "mass_scale.yaml", box, &masses[k], 1);
+        for (int f = 0; f < 20; f++) run_frame(&r);
+        const csm_particles *P = &r.sim.w.P;
+        if (!ref) {
+            ref = malloc(sizeof *ref * 3 * (size_t)P->n);
+            memcpy(ref, P->x, sizeof *ref * 3 * (size_t)P->n);
+        }
+        double worst = 0;
+        for (int32_t a = 0; a < 3 * P->n; a++) worst = fmax(worst, fabs(P->x[a] - ref[a]));
+        printf("%s: positions within %.2g m of the 1 kg run\n", masses[k], worst);
+        assert_true(worst < 1e-12);
+        run_stop(&r);
+    }
+    free(ref);
+}
+
 static void test_zero_length_spring(void **state)
 {
     (void)state;
@@ -356,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_strain_limit_bounds_strain),
         cmocka_unit_test(test_strain_limiting_keeps_energy_bounded),
         cmocka_unit_test(test_zero_length_spring),
+        cmocka_unit_test(test_mass_scale_changes_nothing),
         cmocka_unit_test(test_rotation_rectangle_experiment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
