@@ -239,6 +239,14 @@ int csm_log_read_config(const char *path, char **config, char **name, csm_error 
     *config = *name = NULL;
     hid_t f = csm_log_open_untouched(path); /* a resume checks for room before anything is written */
     char why[160];
+    if (f < 0 && csm_log_is_hdf5(path)) {
+        /* marked open for writing outside SWMR (a killed resume): recovered, once there is room */
+        char note[512];
+        int live = 0;
+        if (csm_log_check_room(path, err)) return -1;
+        f = csm_log_open_read(path, 1, &live, note, sizeof note);
+        if (f < 0 && live) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed now", path, note);
+    }
     if (f < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s", path, csm_log_not_a_log(path, why, sizeof why));
     *config = csm_log_string_attr_dup(f, "config");
     *name = csm_log_string_attr_dup(f, "config_file");

@@ -2,6 +2,8 @@
    extended to its stored end, the datasets cut back to the complete frames. */
 #include "log_internal.h"
 
+#include "lock.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -87,6 +89,30 @@ static int recover_log(const char *path)
     return H5Fclose(f) < 0 ? -1 : 0;
 }
 
+/* A log whose open-for-writing mark is HDF5's plain one, not SWMR's: a process killed while it
+   held the file open outside SWMR (a resume restoring, a run writing its final status). Its
+   writer held the log's lock (csm_lock_take) all along; with the lock free the writer is gone,
+   and the log is recovered as a killed SWMR writer's is. */
+static hid_t open_unmarked(const char *path, int *live, char *note, int size)
+{
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    csm_error err;
+    int fd = access(lock, F_OK) == 0 ? csm_lock_share(lock, path, "log", &err) : -2;
+    if (fd == -1) { /* held: a resume or a run of this log is under way */
+        if (live) *live = 1;
+        snprintf(note, (size_t)size, "a run is opening or closing this log now");
+        return -1;
+    }
+    if (fd >= 0) csm_lock_drop(fd, NULL);
+    recover_log(path);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0)
+        snprintf(note, (size_t)size, "the run that wrote this log stopped while it held the file open (killed?); "
+                 "its open-for-writing mark is cleared and it holds every frame flushed");
+    return f;
+}
+
 int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, int size)
 {
     note[0] = '\0';
@@ -97,7 +123,7 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
     if (f >= 0) return f;
     /* marked as open for writing: a live run, or one that was killed */
     f = swmr_open(path);
-    if (f < 0) return -1;
+    if (f < 0) return open_unmarked(path, live, note, size);
     char host[256] = "";
     int writer = writer_state(f, host, sizeof host);
     if (writer == WRITER_LIVE) {
