@@ -321,6 +321,15 @@ check(np.array_equal(a["frames/positions"][()], b["frames/positions"][()]) and a
 finish()
 PY
 
+# the view file cannot be written (here something is in its way): the run says so and exits 1,
+# its log complete with status ok and the sidecar naming the log's own datasets (it was silent)
+mkdir -p "$tmp/vw/v.view.hdf5.tmp"
+"$csm" run "$tmp/more.yaml" --frames 3 -o "$tmp/vw/v.h5" >"$tmp/vw.txt" 2>&1
+code=$?
+check "a view file that cannot be written: exit 1 ($code)" [ "$code" -eq 1 ]
+check "... says which and why" grep -q "v.view.hdf5: cannot write the view file (Is a directory)" "$tmp/vw.txt"
+check "... with the log ok and its sidecar written" sh -c '"$1" info "$2" | grep -q "status  *ok" && [ -s "$3" ]' sh "$csm" "$tmp/vw/v.h5" "$tmp/vw/v.xmf"
+
 # a billion frames asked: the run's bookkeeping stays bounded (it kept 8 bytes a frame, 8 GB, and
 # aborted under a memory limit with no message); interrupted, it ends as any run does
 if ! nm -D "$(dirname "$csm")/libcsm.so" | grep -q __asan_init; then # the sanitizer reserves terabytes

@@ -224,7 +224,8 @@ void csm_log_trim_after_crash(const char *path, hid_t file);
 /* view.c */
 /* The view file of a log (file open for reading, T frames of n particles): speed, displacement
    and nearest cluster per frame, written whole or not at all. *has_cluster says whether the log
-   had the memberships for the colour. */
+   had the memberships for the colour. 0 written, 1 nothing to view (no velocities or frames), -1
+   it could not be written (errno says why, when the system knows). */
 int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, int *has_cluster);
 
 /* recover.c */

@@ -79,13 +79,15 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     /* speed, displacement and the nearest cluster, in the view file beside the log (view.c) */
     char viewpath[4200];
     csm_log_view_path(h5path, viewpath, sizeof viewpath);
-    int has_cluster = 0, has_view = csm_log_write_view(file, viewpath, T, n, &has_cluster) == 0;
+    errno = 0;
+    int has_cluster = 0, view = csm_log_write_view(file, viewpath, T, n, &has_cluster), has_view = view == 0;
+    int view_errno = errno;
     H5Fclose(file);
 
     /* The sidecar refers to the log and the view file by their names: all sit in one folder. */
-    char base[6 * 1024], view[6 * 1024];
+    char base[6 * 1024], viewname[6 * 1024];
     xml_escape(file_name(h5path), base, sizeof base);
-    xml_escape(file_name(viewpath), view, sizeof view);
+    xml_escape(file_name(viewpath), viewname, sizeof viewname);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", buf);
     FILE *f = fopen(tmp, "w");
@@ -142,12 +144,12 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
             if (c > 1)
                 fprintf(f, "     <DataItem Dimensions=\"%llu %llu\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">"
                            "%s:/%s|%llu 0 0:1 1 1:1 %llu %llu:%llu %llu %llu</DataItem>\n",
-                        nn, c, derived[a].number, derived[a].precision, view, derived[a].name, tt, nn, c,
+                        nn, c, derived[a].number, derived[a].precision, viewname, derived[a].name, tt, nn, c,
                         (unsigned long long)T, nn, c);
             else
                 fprintf(f, "     <DataItem Dimensions=\"%llu\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">"
                            "%s:/%s|%llu 0:1 1:1 %llu:%llu %llu</DataItem>\n",
-                        nn, derived[a].number, derived[a].precision, view, derived[a].name, tt, nn, (unsigned long long)T, nn);
+                        nn, derived[a].number, derived[a].precision, viewname, derived[a].name, tt, nn, (unsigned long long)T, nn);
             fprintf(f, "    </Attribute>\n");
         }
         fprintf(f, "   </Grid>\n");
@@ -159,5 +161,9 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
         remove(tmp);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the sidecar", buf);
     }
+    if (view < 0) /* the log and its sidecar stand; the speed, displacement and cluster views do not */
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the view file (%s): the sidecar names the log's "
+                        "datasets only (once there is room, csm info writes both again if the sidecar is removed)", viewpath,
+                        view_errno ? strerror(view_errno) : "HDF5 error");
     return 0;
 }

@@ -11,6 +11,7 @@
    does not, and `csm info` writes it again for a log whose run was killed. */
 #include "log_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +135,7 @@ int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, in
         if (pos >= 0) H5Dclose(pos);
         if (vel >= 0) H5Dclose(vel);
         free(rest);
-        return -1;
+        return 1; /* nothing to view: no velocities, no frame */
     }
     cluster_source cs;
     int colour = clusters_open(log, T, &cs) == 0;
@@ -175,7 +176,11 @@ int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, in
     free(id);
     free(rest);
     if (!rc && rename(tmp, viewpath) != 0) rc = -1;
-    if (rc) remove(tmp);
+    if (rc) {
+        int e = errno; /* the write's reason, not the removal's */
+        remove(tmp);
+        errno = e;
+    }
     *has_cluster = colour && !rc;
     return rc;
 }
