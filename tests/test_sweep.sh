@@ -201,6 +201,29 @@ check "--max-runs: every run listed" [ "$(wc -l <big.txt)" -eq 10648 ]
 check "--max-runs: the count comes first" grep -q "^csm: sweep big: 10648 runs" big.err
 check "--max-runs: the listed ids are distinct" [ "$(cut -f1 big.txt | sort -u | wc -l)" -eq 10648 ]
 
+# a run whose log another process is writing (an orphan of a killed sweep) is left alone: not
+# started, not renamed, its files untouched, and the sweep says so (it moved the live log into
+# place and both wrote one .log); shards of another count in the folder at the same time are refused
+id=$("$csm" sweep tiny.yaml --list --frames 2 2>/dev/null | head -1 | cut -f1)
+mkdir -p orphan/.partial
+"$csm" run tiny.yaml --set 'clustering.count=2' --frames 100000000 -o "orphan/.partial/$id.h5" >/dev/null 2>&1 &
+orphan=$!
+sleep 1
+"$csm" sweep tiny.yaml -o orphan --frames 2 --jobs 1 >orphan.txt 2>&1
+code=$?
+check "a run held by another process fails the sweep: exit 1 ($code)" [ "$code" -eq 1 ]
+check "... which says whose it is" grep -q "run $id: another csm process (pid $orphan) is writing its log; left alone" orphan.txt
+check "... and leaves its log where its writer writes it" sh -c '[ -s "orphan/.partial/$1.h5" ] && [ ! -e "orphan/$1.h5" ]' sh "$id"
+check "... while the other runs ran" [ "$(ls orphan/*.h5 | wc -l)" -eq 5 ]
+kill -INT $orphan
+wait $orphan
+"$csm" sweep tiny.yaml -o shards --shard 1/2 --frames 100000000 --jobs 1 >/dev/null 2>&1 &
+shard=$!
+sleep 1
+expect 2 "shards of 2 run in this folder now; these are of 3" -- "$csm" sweep tiny.yaml -o shards --shard 1/3 --frames 2
+kill -INT $shard
+wait $shard
+
 # one value spelt several ways is one run; keys that overlap are refused; the jobs are bounded
 "$csm" sweep tiny.yaml --list --set 'sweep={solver.alpha: [0.1, 0.10, 1e-1, 0.100, 0.2]}' >spelt.txt 2>spelt.err
 check "0.1, 0.10, 1e-1 and 0.100 are one run, 0.2 another" [ "$(wc -l <spelt.txt)" -eq 2 ]

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "sim.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -213,6 +214,28 @@ static int write_index(const sweep *s, csm_error *err)
     return 0;
 }
 
+/* The pid of another process that holds run r's log (its lock, beside .partial/<id>.h5), or 0:
+   an orphan of a killed sweep, or a sweep of another shard count, still writing it. */
+static long held_elsewhere(const sweep *s, const sweep_run *r)
+{
+    char lock[4400];
+    snprintf(lock, sizeof lock, "%s/.partial/%s.h5.lock", s->dir, r->id);
+    if (access(lock, F_OK) != 0) return 0;
+    csm_error err;
+    int fd = csm_lock_share(lock, lock, "log", &err);
+    if (fd >= 0) {
+        csm_lock_drop(fd, NULL);
+        return 0;
+    }
+    long pid = 0;
+    FILE *f = fopen(lock, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+        fclose(f);
+    }
+    return pid > 0 ? pid : -1;
+}
+
 static pid_t launch(const sweep *s, sweep_run *r, csm_error *err)
 {
     int no;
@@ -288,6 +311,12 @@ static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_
     csm_log_view_path(final, fview, sizeof fview);
     path_of(s, r->id, ".log", logpath, sizeof logpath);
     int64_t frames = -1;
+    long other = held_elsewhere(s, r);
+    if (other) { /* refused by the log's lock: the log and its files are the other writer's */
+        snprintf(status, size, "failed: another csm process (pid %ld) is writing this run's log", other);
+        r->pid = 0;
+        return 0;
+    }
     int have_log = access(partial, F_OK) == 0;
     char logstatus[1100] = "";
     if (have_log) csm_log_status(partial, logstatus, sizeof logstatus, &frames);
@@ -351,7 +380,7 @@ static int execute(sweep *s, int *selected, int nsel)
             s->base.name, nsel, nsel == 1 ? "" : "s", s->a.shard_n > 1 ? " in this shard" : "", ntodo, skipped, s->a.jobs, s->a.threads,
             s->a.threads > 1 ? "s" : "", s->dir);
     if (write_index(s, &err)) fprintf(stderr, "csm: %s\n", err.msg);
-    int forwarded = 0, unstarted = 0;
+    int forwarded = 0, unstarted = 0, elsewhere = 0;
     while ((next < ntodo && !unstarted && !stop_signal) || running > 0) {
         if (stop_signal && !forwarded) {
             for (int k = 0; k < nsel; k++)
@@ -359,6 +388,14 @@ static int execute(sweep *s, int *selected, int nsel)
             forwarded = 1;
         }
         if (!stop_signal && !unstarted && next < ntodo && running < s->a.jobs) {
+            long other = held_elsewhere(s, &s->runs[todo[next]]);
+            if (other) { /* its log is another process's: not started, nothing of it touched */
+                fprintf(stderr, "csm: run %s: another csm process (pid %ld) is writing its log; left alone\n",
+                        s->runs[todo[next]].id, other);
+                next++;
+                elsewhere++;
+                continue;
+            }
             if (launch(s, &s->runs[todo[next]], &err) < 0) {
                 /* no run more is started; those running are waited for and moved in */
                 fprintf(stderr, "csm: %s\n", err.msg);
@@ -394,12 +431,36 @@ static int execute(sweep *s, int *selected, int nsel)
         }
     }
     free(todo);
-    char cut[64] = "";
+    char cut[128] = "";
     if (unstarted) snprintf(cut, sizeof cut, ", %d not started", unstarted);
+    if (elsewhere)
+        snprintf(cut + strlen(cut), sizeof cut - strlen(cut), ", %d written by another process", elsewhere);
     printf("sweep %s: %d ok, %d failed, %d skipped (already ok)%s%s; index: %s/index.csv\n", s->base.name, ok,
            failed, skipped, cut, stop_signal ? ", interrupted" : "", s->dir);
     if (stop_signal) return 130;
-    return failed || unstarted ? 1 : 0;
+    return failed || unstarted || elsewhere ? 1 : 0;
+}
+
+/* The shard count of another sweep's live shard in folder `dir` other than n, or 0. */
+static int live_shard_count(const char *dir, int n)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        int k, m;
+        char rest;
+        if (sscanf(e->d_name, ".sweep-shard-%d-of-%d.lock%c", &k, &m, &rest) != 2 || m == n) continue;
+        char path[4600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        csm_error err;
+        int fd = csm_lock_share(path, dir, "shard", &err);
+        if (fd >= 0) csm_lock_drop(fd, NULL);
+        else found = m;
+    }
+    closedir(d);
+    return found;
 }
 
 int csm_cmd_sweep(int argc, char **argv)
@@ -462,6 +523,15 @@ int csm_cmd_sweep(int argc, char **argv)
     int shard_fd = folder_fd >= 0 && sharded ? csm_lock_take(shard_lock, s.dir, "shard of the sweep", &err) : -1;
     if (folder_fd < 0 || (sharded && shard_fd < 0)) {
         fprintf(stderr, "csm: %s\n", err.msg);
+        csm_lock_drop(folder_fd, NULL);
+        rc = 2;
+        goto done;
+    }
+    int other_n = sharded ? live_shard_count(s.dir, s.a.shard_n) : 0;
+    if (other_n) { /* shards of another count would run the same runs at once */
+        fprintf(stderr, "csm: %s: shards of %d run in this folder now; these are of %d: give the same N\n", s.dir,
+                other_n, s.a.shard_n);
+        csm_lock_drop(shard_fd, shard_lock);
         csm_lock_drop(folder_fd, NULL);
         rc = 2;
         goto done;
