@@ -158,20 +158,27 @@ int csm_simulation_create(const char *path, const char *text, const char *const 
     return 0;
 }
 
+/* The log ended with `status` (NULL: "ok", or the failure that stopped the run); 1 when it could not
+   be closed cleanly, with the reason in s->error. No step follows. */
+static int end_log(csm_simulation *s, const char *status)
+{
+    s->finished = 1;
+    if (!s->log) return 0;
+    char text[1300] = "ok";
+    if (status) snprintf(text, sizeof text, "%s", status);
+    else if (s->failed) snprintf(text, sizeof text, "failed: %s", s->error);
+    csm_error err = {{0}, 0};
+    int rc = csm_log_close(s->log, text, &err) ? CSM_EXIT_FAILURE : 0;
+    s->log = NULL;
+    if (rc) snprintf(s->error, sizeof s->error, "%s", err.msg);
+    return rc;
+}
+
 int csm_simulation_close(csm_simulation *s, const char *status, char *error, size_t size)
 {
     if (!s) return 0;
-    int rc = 0;
-    if (s->log) {
-        char text[1300] = "ok";
-        if (status) snprintf(text, sizeof text, "%s", status);
-        else if (s->failed) snprintf(text, sizeof text, "failed: %s", s->error);
-        csm_error err = {{0}, 0};
-        if (csm_log_close(s->log, text, &err)) {
-            rc = CSM_EXIT_FAILURE;
-            if (error) snprintf(error, size, "%s", err.msg);
-        }
-    }
+    int rc = end_log(s, status);
+    if (rc && error) snprintf(error, size, "%s", s->error);
     csm_sim_destroy(&s->sim);
     csm_config_free(&s->cfg);
     free(s->saved);
@@ -179,18 +186,7 @@ int csm_simulation_close(csm_simulation *s, const char *status, char *error, siz
     return rc;
 }
 
-int csm_simulation_finish(csm_simulation *s)
-{
-    if (!s->log) return 0;
-    char status[1300] = "ok";
-    if (s->failed) snprintf(status, sizeof status, "failed: %s", s->error);
-    csm_error err = {{0}, 0};
-    int rc = csm_log_close(s->log, status, &err) ? CSM_EXIT_FAILURE : 0;
-    s->log = NULL;
-    s->finished = 1;
-    if (rc) snprintf(s->error, sizeof s->error, "%s", err.msg);
-    return rc;
-}
+int csm_simulation_finish(csm_simulation *s) { return end_log(s, NULL); }
 
 int csm_simulation_destroy(csm_simulation *s) { return csm_simulation_close(s, NULL, NULL, 0); }
 
