@@ -47,8 +47,18 @@ int csm_shape_same_mesh(const csm_object_cfg *a, const csm_object_cfg *b);
    instead of the (n + 2) / n of equal masses. With area not NULL (3 n), each point's share of the
    surface as a vector, the integral of the outward normal over the surface within its cell (the
    probe cells' faces that look outside; the particle's b_i of the divergence theorem: a face
-   particle of a box gets its area, the trapezoid rule's). -1 when out of memory. */
-int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area);
+   particle of a box gets its area, the trapezoid rule's). With cell not NULL (9 n), each cell's
+   centroid less the point (3) and its second moment about the centroid per volume (xx, yy, zz,
+   xy, yz, zx), each probe counted as its own small cube: what integrates a quadratic exactly over
+   the cell (csm_cell_points). -1 when out of memory. */
+int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area,
+                       double *cell);
+/* The CSM_CELL_POINTS quadrature points of a cell with centroid offset and second moment
+   cell[0..9) (csm_sample_volumes), as offsets from its particle, each of weight 1 / CSM_CELL_POINTS:
+   the centroid plus and minus sqrt(3) times the square root of each principal second moment along
+   its axis. They integrate every quadratic exactly over the cell and every odd moment about the
+   centroid to zero. */
+void csm_cell_points(const double cell[9], double out[3 * CSM_CELL_POINTS]);
 
 /* Bridson's Poisson-disk sampling of the box [-half, half] at spacing r, with `attempts`
    candidates per active sample, from the random stream (seed, stream): the points (malloc'd,

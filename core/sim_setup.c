@@ -179,9 +179,10 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         const csm_object_cfg *ok = &cfg->objects[k];
         int by_volume = ((const csm_sampling_params *)csm_cfg_params(&ok->sampling))->mass == CSM_MASS_VOLUME;
         if (!rc && ok->shape_type != CSM_SHAPE_POINTS && (by_volume || consistent)) {
-            shares[k] = malloc(sizeof *shares[k] * 4 * (size_t)counts[k]); /* the volumes, then the areas */
+            /* the volumes, then the areas, then the cells' moments */
+            shares[k] = malloc(sizeof *shares[k] * 13 * (size_t)counts[k]);
             if (!shares[k] || csm_sample_volumes(&shapes[k], pts[k], counts[k], w->object_spacing[k], shares[k],
-                                                 shares[k] + counts[k]))
+                                                 shares[k] + counts[k], shares[k] + 4 * (size_t)counts[k]))
                 rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the volumes of objects[%d]'s particles", k);
         }
         if (last[from] == k) {
@@ -218,6 +219,22 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         for (int32_t i = 0; i < counts[k]; i++)
             for (int d = 0; d < 3; d++)
                 w->boundary[3 * (w->object_first[k] + i) + d] = shares[k] ? shares[k][counts[k] + 3 * i + d] : NAN;
+    /* the continuum energy integrates each particle's cell (csm_cell_points) where the particles
+       carry their cells' volumes; elsewhere a particle is its cell's one quadrature point */
+    int cells = 0;
+    for (int k = 0; k < cfg->nobjects; k++)
+        cells |= shares[k] && ((const csm_sampling_params *)csm_cfg_params(&cfg->objects[k].sampling))->mass ==
+                                  CSM_MASS_VOLUME;
+    if (!rc && cells && !(w->P.cell = malloc(sizeof *w->P.cell * 3 * CSM_CELL_POINTS * (size_t)w->P.n)))
+        rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %d particles", w->P.n);
+    for (int k = 0; k < cfg->nobjects && !rc && cells; k++) {
+        int by_volume = ((const csm_sampling_params *)csm_cfg_params(&cfg->objects[k].sampling))->mass == CSM_MASS_VOLUME;
+        for (int32_t i = 0; i < counts[k]; i++) {
+            double *out = &w->P.cell[3 * CSM_CELL_POINTS * (size_t)(w->object_first[k] + i)];
+            if (shares[k] && by_volume) csm_cell_points(&shares[k][4 * (size_t)counts[k] + 9 * (size_t)i], out);
+            else memset(out, 0, sizeof *out * 3 * CSM_CELL_POINTS);
+        }
+    }
     for (int k = 0; k < cfg->nobjects; k++) {
         free(pts[k]);
         free(shares[k]);

@@ -5,6 +5,8 @@
 
 #include "csm_math.h"
 
+#include <lapacke.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,8 @@ static int32_t lattice_index(double q, double h, int32_t cnt)
     return i >= 0 && i < cnt ? i : -1;
 }
 
-int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area)
+int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double h, double *vol, double *area,
+                       double *cell)
 {
     const csm_object_cfg *o = sh->o;
     int grid = o->sampling_type == CSM_SAMPLING_GRID;
@@ -63,6 +66,8 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
     }
     double dv = step[0] * step[1] * step[2];
     for (int32_t i = 0; i < n; i++) vol[i] = 0.0;
+    if (cell) /* sums first: the probes' moments about their particle */
+        for (int64_t k = 0; k < 9 * (int64_t)n; k++) cell[k] = 0.0;
     /* On a grid, a particle whose 26 neighbours are all there owns its whole cube h^3 (its Voronoi
        cell, inside the shape as its neighbours are): only the probes of the other cubes are
        tested, so the work goes with the surface. */
@@ -93,6 +98,7 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
                     if (all) {
                         state[k] = 2;
                         vol[at[k]] = h * h * h;
+                        for (int d = 0; cell && d < 3; d++) cell[9 * at[k] + 3 + d] = h * h * h * h * h / 12.0;
                     }
                 }
     }
@@ -155,6 +161,14 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
                 int32_t j = nearest_point(&g, pts, p);
                 if (j < 0) continue;
                 vol[j] += dv;
+                if (cell) { /* the probe's cube: its centre's moments and its own step^2 / 12 */
+                    double *m = &cell[9 * j], d[3] = {p[0] - pts[3 * j], p[1] - pts[3 * j + 1], p[2] - pts[3 * j + 2]};
+                    for (int e = 0; e < 3; e++) {
+                        m[e] += dv * d[e];
+                        m[3 + e] += dv * (d[e] * d[e] + step[e] * step[e] / 12.0);
+                        m[6 + e] += dv * d[e] * d[(e + 1) % 3];
+                    }
+                }
                 if (!area) continue;
                 /* the probe cell's faces towards an outside neighbour: the surface's vector area in
                    staircase form, whose sum over a patch is the patch's own (it depends only on the
@@ -179,9 +193,31 @@ int csm_sample_volumes(const csm_shape *sh, const double *pts, int32_t n, double
     /* a particle no probe reached (a cell thinner than the probes) still has a little volume */
     for (int32_t i = 0; i < n; i++)
         if (!(vol[i] > 0)) vol[i] = 0.5 * dv;
+    for (int32_t i = 0; cell && i < n; i++) { /* the sums to the centroid and the moment about it */
+        double *m = &cell[9 * i], V = vol[i], c[3];
+        for (int e = 0; e < 3; e++) c[e] = m[e] / V;
+        for (int e = 0; e < 3; e++) {
+            m[e] = c[e];
+            m[3 + e] = fmax(m[3 + e] / V - c[e] * c[e], 0.0);
+            m[6 + e] = m[6 + e] / V - c[e] * c[(e + 1) % 3];
+        }
+    }
     return 0;
 oom:
     free(state);
     free(at);
     return -1;
+}
+
+void csm_cell_points(const double cell[9], double out[3 * CSM_CELL_POINTS])
+{
+    double M[9] = {cell[3], cell[6], cell[8], cell[6], cell[4], cell[7], cell[8], cell[7], cell[5]}, lam[3];
+    if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', 3, M, 3, lam) != 0) lam[0] = lam[1] = lam[2] = 0.0;
+    for (int e = 0; e < 3; e++) { /* column e of M is the axis of lam[e] */
+        double r = sqrt(3.0 * fmax(lam[e], 0.0));
+        for (int d = 0; d < 3; d++) {
+            out[3 * (2 * e) + d] = cell[d] + r * M[3 * d + e];
+            out[3 * (2 * e + 1) + d] = cell[d] - r * M[3 * d + e];
+        }
+    }
 }

@@ -35,6 +35,7 @@ void csm_particles_free(csm_particles *p)
     free(p->goal);
     free(p->x_prev);
     free(p->force);
+    free(p->cell);
     memset(p, 0, sizeof *p);
 }
 
@@ -254,6 +255,7 @@ void csm_cluster_width(csm_clusters *c, int32_t cl)
 int csm_clusters_finish(csm_clusters *c, const csm_particles *p)
 {
     if (csm_clusters_reserve(c, c->k, c->m, p->n) || csm_clusters_relink(c)) return -1;
+    c->cell = p->cell;
     int degenerate = 0;
     for (int32_t cl = 0; cl < c->k; cl++) {
         /* p_ic start as rest positions; csm_cluster_rest moves them about the weighted centre */

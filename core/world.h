@@ -9,6 +9,9 @@
 #include "plugin.h"
 #include "svd3.h"
 
+/* The quadrature points of a particle's cell (csm_cell_points). */
+enum { CSM_CELL_POINTS = 6 };
+
 typedef struct csm_particles {
     int32_t n;
     double *x, *v;        /* [3n] world positions and velocities */
@@ -18,6 +21,8 @@ typedef struct csm_particles {
     int32_t *object;      /* [n] which body */
     double *goal, *x_prev; /* [3n] scratch: gathered goals, positions at the start of a step */
     double *force;        /* [3n] external forces of the current step */
+    double *cell;         /* [3 CSM_CELL_POINTS n] the quadrature points of each particle's cell, offsets from
+                             its rest position (csm_cell_points); NULL: each particle is its cell's one point */
 } csm_particles;
 
 enum csm_cluster_state { CSM_CLUSTER_ACTIVE = 0, CSM_CLUSTER_FADING_OUT = 1, CSM_CLUSTER_FADING_IN = 2 };
@@ -88,6 +93,7 @@ typedef struct csm_clusters {
     double *eta;          /* [3m] each membership's correction of its cluster's mean gradient, over w_ic m_i */
     double *S;            /* [9k] -Sigma-bar / (s k) of the last fit: the goals gain S eta_ic */
     double *ecorr;        /* [k] the stiffness bound with the corrections (elastic.c corrected_bound) */
+    const double *cell;   /* the particles' cells (csm_particles.cell), borrowed; NULL: none */
     uint64_t eta_epoch;   /* the epoch eta was solved for */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */
     double *F_lagged;     /* [9k] F at the end of the previous step: the flow a step commits (NaN: none yet) */

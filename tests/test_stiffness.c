@@ -135,6 +135,46 @@ static void test_continuum_stores_material_energy(void **state)
     }
 }
 
+/* A bent block: the continuum energy integrates each particle's cell (csm_cell_points), so a
+   quadratic field stores the continuum's energy exactly, face and edge particles included. Pure
+   bending u = (-k x y, k x^2 / 2, 0) has the strain eps_xx = -k y and nothing else, and stores
+   (mu + lambda / 2) k^2 int y^2 dV = (mu + lambda / 2) k^2 / 12 in the unit block. The particles as
+   the quadrature points (the trapezoid rule over the block's nine layers) give 1 + 2 / 8^2 of it:
+   a bent or twisted body 3 % too stiff here and 12.5 % at five particles across. The bend is small
+   so that the corotated energy is the linear one to 1e-5; the spring on the residual, which holds
+   a quadratic field's round-off only, then weighs 3e-4 of it at the default theta and is turned
+   down. */
+static void test_continuum_integrates_a_bent_block(void **state)
+{
+    (void)state;
+    const double mu = 1000, k = 1e-5;
+    for (int q = 0; q < 2; q++) {
+        double nu = q ? 0.3 : 0.0, lambda = 2 * mu * nu / (1 - 2 * nu);
+        char poisson[64];
+        snprintf(poisson, sizeof poisson, "solver.poisson=%g", nu);
+        const char *sets[] = {"clustering.radius=0.3", "time.dt=1e-4", "solver.energy=continuum", poisson,
+                              "objects.0.deform=[[1, 0, 0], [0, 1, 0], [0, 0, 1]]", "solver.stabilization=1e-6"};
+        run s;
+        run_start(&s, BLOCK, sets, 6);
+        csm_world *w = &s.sim.w;
+        csm_particles *P = &w->P;
+        for (int32_t i = 0; i < P->n; i++) {
+            const double *X = &P->rest[3 * i];
+            P->x[3 * i] = X[0] - k * X[0] * X[1];
+            P->x[3 * i + 1] = X[1] + 0.5 * k * X[0] * X[0];
+            P->x[3 * i + 2] = X[2];
+        }
+        csm_fit_all(w, P->x);
+        csm_diag d;
+        csm_diagnostics(&s.sim, &d);
+        double expect = (mu + 0.5 * lambda) * k * k / 12.0;
+        printf("bent block, continuum energy, nu %.1f: %d clusters store %.9f of the material's energy\n", nu, w->C.k,
+               d.elastic / expect);
+        assert_close(d.elastic, expect, 1e-5 * expect);
+        run_stop(&s);
+    }
+}
+
 /* The finite elements' patch test. Under a uniform deformation F the continuum energy's forces on
    every particle are those of the uniform stress P (corotated: 2 mu (F - R) + lambda tr(R^T F - 1) R):
    none inside the body, and -P b_i on a particle of the surface, b_i its share of the surface as a
@@ -447,15 +487,16 @@ static double section_angle(const csm_particles *P, const double *u, double X)
 /* The CI-sized cases of experiments/validation/ against their references, at the deviations
    measured (docs/physics.md, "A solid in pascals"); each bound says what it holds.
    - Cantilever under gravity, nu = 0: CalculiX C3D20R gives a tip deflection of -0.0050610 m
-     (4 and 6 elements across agree to 3e-5); csm -0.004934, 2.5 % stiffer: at two clusters
-     through the thickness the stabilising spring holds a bent cluster's cubic residual (make
-     validation has the 4 m cantilever).
+     (4 and 6 elements across agree to 3e-5); csm -0.005206, 2.9 % softer, with two clusters
+     through the thickness (make validation has the 4 m cantilever; with the particles as the
+     quadrature points, the trapezoid rule through five layers, it was 2.5 % stiffer at theta 0.1
+     and 15 % stiffer at 0.3).
    - Stretch to 1 % strain, nu = 0.3: the consistent gradients pass the patch test, so a uniform
      strain is an equilibrium of the discrete body: sigma / eps = E and the lateral contraction nu
      to the solve's tolerance (with the fits' own gradients, 0.967 E and 0.292).
    - Torsion under 1e4 N m, nu = 0.3: Saint-Venant's twist T / (G 0.1406 a^4) = 0.024078 rad/m
-     (CalculiX agrees to 3e-4); csm 0.01790, its quadratic fits holding the section's warping back
-     (five particles across, two clusters). */
+     (CalculiX agrees to 3e-4); csm 0.01961, its quadratic fits holding the section's warping back
+     (five particles across, two clusters; 0.01790 with the particles as the quadrature points). */
 static void test_bar_against_references(void **state)
 {
     (void)state;
@@ -485,10 +526,10 @@ static void test_bar_against_references(void **state)
     printf("CI bar against its references: cantilever tip %.6f m (CalculiX -0.0050610, %.3f); stretch E %.4g Pa "
            "(%.3f of E), nu %.3f; twist %.5f rad/m (Saint-Venant %.5f, %.3f)\n",
            tip, tip / -0.0050610, E, E / 3e8, nu, twist, sv, twist / sv);
-    assert_true(tip < 0 && tip > -0.0050610 && tip < -0.95 * 0.0050610);
+    assert_close(tip, -0.0050610, 0.04 * 0.0050610);
     assert_close(E, 3e8, 1e-3 * 3e8);
     assert_close(nu, 0.3, 1e-3);
-    assert_true(twist < sv && twist > 0.7 * sv);
+    assert_true(twist < sv && twist > 0.78 * sv);
 }
 
 int main(void)
@@ -496,6 +537,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sheared_block_stores_material_energy),
         cmocka_unit_test(test_continuum_stores_material_energy),
+        cmocka_unit_test(test_continuum_integrates_a_bent_block),
         cmocka_unit_test(test_consistent_gradient_passes_the_patch_test),
         cmocka_unit_test(test_elastic_energy_is_in_joules),
         cmocka_unit_test(test_gains_follow_the_derivation),

@@ -181,10 +181,11 @@ const csm_param_spec csm_solver_common_params[] = {
                "springs have at F^p = 1 (Poisson's ratio 0; a hard constraint for pbd, which has no springs)"),
     CSM_P_ENUM(csm_config, energy, CSM_ENERGY_CONTINUUM, "continuum|goals",
                "what the clusters of a modulus store: continuum (the linear-elastic strain energy of each cluster's "
-               "quadratic fit, with Lame lambda from bulk_modulus or poisson, plus a spring on what the fit cannot "
-               "follow; experiments/validation/ measures how close it comes to the material) or goals (the papers' springs "
+               "quadratic fit over its particles' cells (six points each, exact for a linear strain, where "
+               "sampling.mass is volume), with Lame lambda from bulk_modulus or poisson, plus a spring on what the "
+               "fit cannot follow; experiments/validation/ measures how close it comes to the material) or goals (the papers' springs "
                "1/2 k_c sum w m |x - g|^2 towards rigid goals, exact only under uniform strain of a round cluster)"),
-    CSM_P_REAL(csm_config, stabilization, 0.1, 1e-6, 1,
+    CSM_P_REAL(csm_config, stabilization, 0.3, 1e-6, 1,
                "with energy continuum: the stiffness of the spring on what a cluster's quadratic fit cannot follow, as "
                "a share theta of the shear term's stiffness bound (no motion is free of energy; a smooth field's cubic "
                "part pays it too, which stiffens a coarse body in bending and vanishes as the clusters shrink; with "
