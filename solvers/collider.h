@@ -11,8 +11,13 @@
 
 #include <stdint.h>
 
+/* How restitution answers a body: body (the default) or particles (each particle on its own, the
+   papers' per-vertex response, which a body's shape-matching pull cancels). */
+enum { CSM_RESPONSE_BODY = 0, CSM_RESPONSE_PARTICLES = 1 };
+
 typedef struct response {
     double restitution, friction, bounce_threshold;
+    int of; /* CSM_RESPONSE_* */
 } response;
 
 /* The response rows of a collider whose parameter struct T holds a `response r`. */
@@ -24,7 +29,14 @@ typedef struct response {
     CSM_PARAM_FIELD("bounce_threshold", CSM_REAL, T, r.bounce_threshold, 0.5, 0, 1e9,              \
                     "approach speeds below this get no restitution, so resting contact stays at rest (as Box2D's " \
                     "restitution threshold)",                                                      \
-                    NULL, 0, 0, 0, NULL, 0)
+                    NULL, 0, 0, 0, NULL, 0),                                                       \
+    CSM_PARAM_FIELD("response", CSM_ENUM, T, r.of, CSM_RESPONSE_BODY, 0, 0,                        \
+                    "what restitution acts on: body (Newton's law for the object as a rigid body: the normal " \
+                    "velocity of its contact region leaves at restitution times its approach, by one impulse at " \
+                    "the contact's centre of mass that moves the whole object) or particles (each particle's own " \
+                    "normal velocity, the papers' per-vertex response, which the clusters' pull cancels: a body " \
+                    "then bounces by its elasticity alone)",                                       \
+                    "body|particles", 0, 0, 0, NULL, 0)
 
 /* A collider's scripted path: from `from` to `until` its centre moves by the piecewise linear
    displacement of `keyframes` (held at the first row's before it and at the last row's after)
@@ -138,6 +150,13 @@ typedef struct touch {
     double vn, push, held;
 } touch;
 
+/* A particle the response answered this step, for its body's restitution: the surface's normal
+   and velocity there, the normal velocity it approached at (0: none approached) and how far
+   above the surface it started the step. */
+typedef struct contact_point {
+    double n[3], vc[3], vin, gap;
+} contact_point;
+
 /* A collider's state: its parameters, and the particles its projections pushed this step. */
 struct collider {
     const shape_ops *ops;
@@ -146,7 +165,8 @@ struct collider {
     double centre[3]; /* at rest: the point its path moves and turns it about */
     unsigned char *hit; /* [n] pushed this step */
     touch *touch;       /* [n] valid where hit */
-    int64_t cap_hit, cap_touch;
+    contact_point *met; /* [n] the response's contacts (response: body) */
+    int64_t cap_hit, cap_touch, cap_met;
     int64_t step; /* the step hit covers */
     union {
         plane plane;

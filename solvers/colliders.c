@@ -120,6 +120,7 @@ void csm_collider_destroy(void *state)
         if (c->ops->close) c->ops->close(c);
         free(c->hit);
         free(c->touch);
+        free(c->met);
     }
     free(c);
 }
@@ -204,6 +205,107 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
     return csm_block_total(part);
 }
 
+/* Restitution of a body (response: body): Newton's law for each object the response met, as a
+   rigid body (Baraff 1997's collision impulse: the papers' per-vertex rule lifted to the body, as
+   Müller et al. 2007 Sec 3.4 moves a whole body by a position change). The contact region is the
+   particles that approached the surface this step; its normal n, centre x_c, surface velocity and
+   approach speed v_in are their mass-weighted means. The object's rigid motion (v, omega from its
+   momentum and angular momentum, I its inertia about its centre of mass) gives the region's
+   normal velocity u_n after the step; one impulse j n at x_c sets it to -e v_in,
+   j = (-e v_in - u_n) / (1 / M + n . (I^-1 (r x n)) x r), r = x_c - x_com, and moves every
+   particle of the object: dv_i = j n / M + (I^-1 (r x j n)) x (x_i - x_com). The region's
+   particles lose tangential velocity relative to the surface up to mu j / m_c each (Coulomb, mu j
+   in all). It never pulls (only u_n < -e v_in is raised) and for e <= 1 leaves the rigid motion
+   with no more energy than it approached with. A deformable body still holds part of its
+   approach in its own motion and strain when its contact region leaves, and gives it back as it
+   springs out: at e near 1 a soft body can leave with more energy than it came with
+   (docs/physics.md, Contact). The body met the surface inside the step, t_r = h - d / -v_in before
+   its end (d the region's mean height above the surface at the step's start), and leaves it then:
+   each particle also moves t_r times its velocity's bounce (the part of dv_i that takes u_n past 0
+   to -e v_in), so that the flight after a bounce does not lose the rest of the step. An object
+   with pinned particles is not a free body and is left alone. */
+static void body_restitution(csm_world *w, const collider *c, double h)
+{
+    csm_particles *P = &w->P;
+    const response *r = c->r;
+    for (int32_t o = 0; o < w->nobjects; o++) {
+        int32_t lo = w->object_first[o], hi = w->object_first[o + 1];
+        /* in shares of the object's mass, which any mass scale leaves as they are: mc the contact
+           region's share, p the velocity of the centre of mass, L and I and j per unit mass */
+        double M = 0, mc = 0, vin = 0, gap = 0, n[3] = {0, 0, 0}, xc[3] = {0, 0, 0}, vc[3] = {0, 0, 0};
+        int pinned = 0;
+        for (int32_t i = lo; i < hi; i++) M += P->mass[i];
+        for (int32_t i = lo; i < hi; i++) {
+            const contact_point *m = &c->met[i];
+            pinned |= P->inv_mass[i] == 0.0;
+            if (!(m->vin < 0)) continue;
+            double mi = P->mass[i] / M;
+            mc += mi;
+            vin += mi * m->vin;
+            gap += mi * m->gap;
+            for (int d = 0; d < 3; d++) {
+                n[d] += mi * m->n[d];
+                xc[d] += mi * P->x[3 * i + d];
+                vc[d] += mi * m->vc[d];
+            }
+        }
+        double len = csm_v3_norm(n);
+        if (!(mc > 0) || pinned || !(len > 0)) continue;
+        vin /= mc;
+        gap /= mc;
+        for (int d = 0; d < 3; d++) {
+            n[d] /= len;
+            xc[d] /= mc;
+            vc[d] /= mc;
+        }
+        double e = -vin < r->bounce_threshold ? 0.0 : r->restitution;
+        double com[3] = {0, 0, 0}, p[3] = {0, 0, 0}, L[3] = {0, 0, 0}, I[9] = {0}, Iinv[9];
+        for (int32_t i = lo; i < hi; i++)
+            for (int d = 0; d < 3; d++) {
+                com[d] += P->mass[i] / M * P->x[3 * i + d];
+                p[d] += P->mass[i] / M * P->v[3 * i + d];
+            }
+        for (int32_t i = lo; i < hi; i++) {
+            double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]}, l[3];
+            csm_v3_cross(q, &P->v[3 * i], l);
+            double qq = csm_v3_dot(q, q);
+            for (int a = 0; a < 3; a++) {
+                L[a] += P->mass[i] / M * l[a];
+                for (int b = 0; b < 3; b++) I[3 * a + b] += P->mass[i] / M * ((a == b) * qq - q[a] * q[b]);
+            }
+        }
+        csm_pinv_sym3(I, 1e-12, Iinv);
+        double om[3], rc[3] = {xc[0] - com[0], xc[1] - com[1], xc[2] - com[2]}, turn[3], u[3], rn[3], g[3], back[3];
+        csm_m3_mul_v3(Iinv, L, om);
+        csm_v3_cross(om, rc, turn);
+        for (int d = 0; d < 3; d++) u[d] = p[d] + turn[d] - vc[d];
+        csm_v3_cross(rc, n, rn);
+        csm_m3_mul_v3(Iinv, rn, g);
+        csm_v3_cross(g, rc, back);
+        double un = csm_v3_dot(u, n), target = -e * vin;
+        if (!(un < target)) continue;
+        double j = (target - un) / (1.0 + csm_v3_dot(n, back)), dw[3];
+        double tr = fmin(h, fmax(0.0, h - gap / -vin)) * fmax(target, 0.0) / (target - un);
+        for (int d = 0; d < 3; d++) dw[d] = j * g[d];
+        for (int32_t i = lo; i < hi; i++) {
+            double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]}, t[3];
+            csm_v3_cross(dw, q, t);
+            for (int d = 0; d < 3; d++) {
+                double dv = j * n[d] + t[d];
+                P->v[3 * i + d] += dv;
+                P->x[3 * i + d] += tr * dv;
+            }
+            /* Coulomb friction of the impulse */
+            const contact_point *m = &c->met[i];
+            if (!(m->vin < 0) || !(r->friction > 0)) continue;
+            double *v = &P->v[3 * i], rel[3] = {v[0] - m->vc[0], v[1] - m->vc[1], v[2] - m->vc[2]};
+            double rn2 = csm_v3_dot(rel, m->n), vt[3] = {rel[0] - rn2 * m->n[0], rel[1] - rn2 * m->n[1], rel[2] - rn2 * m->n[2]};
+            double vt_len = csm_v3_norm(vt), cut = vt_len > 0 ? fmin(1.0, r->friction * j / mc / vt_len) : 0.0;
+            for (int d = 0; d < 3; d++) v[d] -= cut * vt[d];
+        }
+    }
+}
+
 /* After the integrator, on velocities: a particle still inside is projected onto the surface;
    every particle inside or pushed this step answers the velocity of the surface point it
    touches. Its normal velocity relative to the surface leaves at restitution times the speed it
@@ -216,13 +318,17 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
    without end. */
 int csm_collider_apply(csm_world *w, void *state, double h, csm_error *err)
 {
-    (void)err;
     collider *c = state;
     csm_particles *P = &w->P;
     const response *r = c->r;
-    int pushed = c->step == w->step;
+    int pushed = c->step == w->step, body = r->of == CSM_RESPONSE_BODY;
     placed pl = {.halfspace = 0};
     c->ops->place(c, w->time, h, &pl);
+    if (body) {
+        if (csm_grow((void **)&c->met, &c->cap_met, P->n, sizeof *c->met))
+            return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for a collider's contacts of %d particles", P->n);
+        memset(c->met, 0, sizeof *c->met * (size_t)P->n);
+    }
 #pragma omp parallel for schedule(static)
     for (int32_t i = 0; i < P->n; i++) {
         int hit = pushed && c->hit[i];
@@ -239,6 +345,16 @@ int csm_collider_apply(csm_world *w, void *state, double h, csm_error *err)
         if (vin >= 0 && vn >= 0) continue;
         vin = fmin(vin, vn);
         double e = -vin < r->bounce_threshold ? 0.0 : r->restitution;
+        if (body) { /* the particle stops along the normal; its body bounces (body_restitution) */
+            contact_point *m = &c->met[i];
+            memcpy(m->n, n, sizeof n);
+            memcpy(m->vc, vc, sizeof vc);
+            m->vin = vin;
+            m->gap = w->x_step ? (w->x_step[3 * i] - x[0]) * n[0] + (w->x_step[3 * i + 1] - x[1]) * n[1] +
+                                     (w->x_step[3 * i + 2] - x[2]) * n[2]
+                               : h * -vin; /* unknown: no time left */
+            e = 0.0;
+        }
         double vout = fmax(vn, -e * vin);
         double vt[3] = {u[0] - vn * n[0], u[1] - vn * n[1], u[2] - vn * n[2]};
         double vt_len = csm_v3_norm(vt);
@@ -247,6 +363,7 @@ int csm_collider_apply(csm_world *w, void *state, double h, csm_error *err)
         double keep = vt_len > 0 ? fmax(0.0, 1.0 - (left + r->friction * (vout - vn)) / vt_len) : 0.0;
         for (int d = 0; d < 3; d++) v[d] = vc[d] + keep * vt[d] + vout * n[d];
     }
+    if (body) body_restitution(w, c, h);
     if (pushed) c->step = -1;
     return 0;
 }
