@@ -218,12 +218,12 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
    in all). It never pulls (only u_n < -e v_in is raised) and for e <= 1 leaves the rigid motion
    with no more energy than it approached with. A deformable body still holds part of its
    approach in its own motion and strain when its contact region leaves, and gives it back as it
-   springs out: at e near 1 a soft body can leave with more energy than it came with
-   (docs/physics.md, Contact). The body met the surface inside the step, t_r = h - d / -v_in before
-   its end (d the region's mean height above the surface at the step's start), and leaves it then:
-   each particle also moves t_r times its velocity's bounce (the part of dv_i that takes u_n past 0
-   to -e v_in), so that the flight after a bounce does not lose the rest of the step. An object
-   with pinned particles is not a free body and is left alone. */
+   springs out, which this impulse does not see (docs/physics.md). The body met the surface inside
+   the step, t_r = h - d / -v_in before its end (d the region's mean height above the surface at
+   the step's start), and leaves it then: each particle also moves t_r times its velocity's bounce
+   (the part of dv_i that takes u_n past 0 to -e v_in), so that the flight after a bounce does not
+   lose the rest of the step. An object with pinned particles is not a free body and is left
+   alone. */
 static void body_restitution(csm_world *w, const collider *c, double h)
 {
     csm_particles *P = &w->P;
