@@ -222,8 +222,9 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
    the step, t_r = h - d / -v_in before its end (d the region's mean height above the surface at
    the step's start), and leaves it then: each particle also moves t_r times its velocity's bounce
    (the part of dv_i that takes u_n past 0 to -e v_in), so that the flight after a bounce does not
-   lose the rest of the step. An object with pinned particles is not a free body and is left
-   alone. */
+   lose the rest of the step. Below bounce_threshold (resting contact, a press that holds the
+   body) and for an object with pinned particles, which is not a free body, the particles' own
+   rule answers alone. */
 static void body_restitution(csm_world *w, const collider *c, double h)
 {
     csm_particles *P = &w->P;
@@ -258,7 +259,8 @@ static void body_restitution(csm_world *w, const collider *c, double h)
             xc[d] /= mc;
             vc[d] /= mc;
         }
-        double e = -vin < r->bounce_threshold ? 0.0 : r->restitution;
+        if (-vin < r->bounce_threshold) continue; /* resting contact: the particles' rule holds it */
+        double e = r->restitution;
         double com[3] = {0, 0, 0}, p[3] = {0, 0, 0}, L[3] = {0, 0, 0}, I[9] = {0}, Iinv[9];
         for (int32_t i = lo; i < hi; i++)
             for (int d = 0; d < 3; d++) {

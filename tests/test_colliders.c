@@ -282,7 +282,7 @@ static double mean_vx_late(const char *const *sets, int nsets, int frames)
 
 /* Friction acts on the velocity relative to the surface: a block dropped onto a floor that slides
    at 1 m/s along x is carried at the belt's speed after 3 s (the soft block rocks as it rides, its
-   speed swinging between 0.6 and 1.3 m/s: over the last 1.5 s it averages 0.993 m/s, measured);
+   speed swinging between 0.6 and 1.3 m/s: over the last 1.5 s it averages 0.994 m/s, measured);
    on a frictionless belt it stays where it landed. */
 static void test_belt_carries_a_block(void **state)
 {
