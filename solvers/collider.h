@@ -31,9 +31,10 @@ typedef struct response {
                     "restitution threshold)",                                                      \
                     NULL, 0, 0, 0, NULL, 0),                                                       \
     CSM_PARAM_FIELD("response", CSM_ENUM, T, r.of, CSM_RESPONSE_BODY, 0, 0,                        \
-                    "what restitution acts on: body (Newton's law for the object as a rigid body: the normal " \
-                    "velocity of its contact region leaves at restitution times its approach, by one impulse at " \
-                    "the contact's centre of mass that moves the whole object) or particles (each particle's own " \
+                    "what restitution and static friction act on: body (Newton's law for the object as a rigid " \
+                    "body: the normal velocity of its contact region leaves at restitution times its approach, " \
+                    "by one impulse at the contact's centre of mass that moves the whole object, and Coulomb's " \
+                    "law on its total holds it below the friction angle) or particles (each particle's own " \
                     "normal velocity, the papers' per-vertex response, which the clusters' pull cancels: a body " \
                     "then bounces by its elasticity alone)",                                       \
                     "body|particles", 0, 0, 0, NULL, 0)
