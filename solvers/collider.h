@@ -79,7 +79,22 @@ typedef struct placed {
     double n[3], offset; /* plane: the normal and offset at the step's end */
     double R[9];         /* box: its axes at the step's end, as columns */
     int halfspace;       /* the collider is the half-space n . x < offset: depth is n . x - offset */
+    const double *x0;    /* the particles at the step's start (NULL: unknown), for the swept test */
 } placed;
+
+/* Where particle i was at the step's start, seen from the collider's frame at the step's end (it
+   moved with the collider), or NULL when unknown: a solid shape pushes a particle that came from
+   outside back through the side it entered, not the side nearest to where it ended. */
+static inline const double *start_of(const placed *pl, int32_t i, double at[3])
+{
+    if (!pl->x0) return NULL;
+    const stride *st = &pl->st;
+    double r[3] = {pl->x0[3 * i] - st->c0[0], pl->x0[3 * i + 1] - st->c0[1], pl->x0[3 * i + 2] - st->c0[2]}, q[3];
+    /* x0 - c0 in the start's frame is back (q), q the same offset in the end's frame */
+    for (int a = 0; a < 3; a++) q[a] = st->back[a] * r[0] + st->back[3 + a] * r[1] + st->back[6 + a] * r[2];
+    for (int a = 0; a < 3; a++) at[a] = st->c1[a] + q[a];
+    return at;
+}
 
 /* The depth of x below a placed half-space (plane_depth). */
 static inline double halfspace_depth(const placed *pl, const double x[3])

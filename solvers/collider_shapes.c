@@ -85,11 +85,20 @@ static void sphere_place(const collider *c, double t0, double h, placed *pl)
 
 static double sphere_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
 {
-    (void)i;
     (void)exact;
     const sphere *s = &c->u.sphere;
     const double *o = pl->st.c1;
-    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, at0[3];
+    const double *x0 = s->inside ? NULL : start_of(pl, i, at0);
+    if (x0) { /* swept: the path r0 -> r that started outside enters where |r0 + t d| = radius first */
+        double r0[3] = {x0[0] - o[0], x0[1] - o[1], x0[2] - o[2]}, d[3] = {r[0] - r0[0], r[1] - r0[1], r[2] - r0[2]};
+        double a = csm_v3_dot(d, d), b = csm_v3_dot(r0, d), q = csm_v3_dot(r0, r0) - s->radius * s->radius;
+        double disc = b * b - a * q, t = a > 0 && disc > 0 ? (-b - sqrt(disc)) / a : -1;
+        if (q > 0 && t >= 0 && t <= 1) { /* back through the side it came in by */
+            for (int k = 0; k < 3; k++) n[k] = (r0[k] + t * d[k]) / s->radius;
+            return fmin(csm_v3_dot(n, r) - s->radius, 0.0);
+        }
+    }
     double dist = csm_v3_norm(r);
     n[0] = n[2] = 0;
     n[1] = 1; /* a particle exactly at the centre leaves upwards */
@@ -175,15 +184,51 @@ static void box_place(const collider *c, double t0, double h, placed *pl)
     csm_m3_mul(pl->st.R1, c->u.box.R0, pl->R); /* the box's axes are R's columns */
 }
 
+/* The swept test of a solid box (the slab method): the path l0 -> l of a particle that started
+   outside enters the box at the face of the latest entry time across the three slabs, if it
+   enters at all within the step. Returns the axis of that face (its outward normal is
+   -sign(l - l0) along it), or -1 where the path misses the box or started inside it. */
+static int box_entry(const double l0[3], const double l[3], const double half[3])
+{
+    double enter = -INFINITY, leave = INFINITY;
+    int at = -1;
+    for (int a = 0; a < 3; a++) {
+        double d = l[a] - l0[a];
+        if (d == 0) {
+            if (!(fabs(l0[a]) < half[a])) return -1;
+            continue;
+        }
+        double t1 = (-half[a] - l0[a]) / d, t2 = (half[a] - l0[a]) / d;
+        if (t1 > t2) {
+            double t = t1;
+            t1 = t2, t2 = t;
+        }
+        if (t1 > enter) enter = t1, at = a;
+        leave = fmin(leave, t2);
+    }
+    return at >= 0 && enter >= 0 && enter <= 1 && enter < leave ? at : -1;
+}
+
 static double box_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
 {
-    (void)i;
     (void)exact;
     const box *s = &c->u.box;
     const double *o = pl->st.c1, *R = pl->R;
     double half[3] = {0.5 * s->size[0], 0.5 * s->size[1], 0.5 * s->size[2]};
-    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, l[3], nl[3];
+    double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, l[3], nl[3], at0[3];
     for (int a = 0; a < 3; a++) l[a] = R[a] * r[0] + R[3 + a] * r[1] + R[6 + a] * r[2]; /* R^T r */
+    const double *x0 = s->inside ? NULL : start_of(pl, i, at0);
+    if (x0) { /* swept: back through the face it came in by, however far it went (no tunnelling) */
+        double r0[3] = {x0[0] - o[0], x0[1] - o[1], x0[2] - o[2]}, l0[3];
+        for (int a = 0; a < 3; a++) l0[a] = R[a] * r0[0] + R[3 + a] * r0[1] + R[6 + a] * r0[2];
+        int a = box_entry(l0, l, half);
+        if (a >= 0) {
+            memset(nl, 0, sizeof nl);
+            nl[a] = l[a] > l0[a] ? -1.0 : 1.0;
+            csm_m3_mul_v3(R, nl, n);
+            return fmin(nl[a] * l[a] - half[a], 0.0);
+        }
+    }
     double depth = box_contact(l, half, s->inside, nl);
     csm_m3_mul_v3(R, nl, n);
     return depth;

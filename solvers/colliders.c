@@ -194,6 +194,7 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
     }
     placed pl = {.halfspace = 0};
     c->ops->place(c, w->time, h, &pl);
+    pl.x0 = w->x_step;
     double part[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
@@ -411,6 +412,7 @@ int csm_collider_apply(csm_world *w, void *state, double h, csm_error *err)
     int pushed = c->step == w->step, body = r->of == CSM_RESPONSE_BODY;
     placed pl = {.halfspace = 0};
     c->ops->place(c, w->time, h, &pl);
+    pl.x0 = w->x_step;
     if (body) {
         if (csm_grow((void **)&c->met, &c->cap_met, P->n, sizeof *c->met))
             return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for a collider's contacts of %d particles", P->n);
