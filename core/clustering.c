@@ -1,4 +1,5 @@
 #include "clustering.h"
+#include "error.h"
 
 #include "geometry.h"
 #include "rng.h"
@@ -17,7 +18,7 @@ void csm_builder_init(csm_cluster_builder *b)
     b->offset = calloc((size_t)b->cap_k + 1, sizeof *b->offset);
     b->member = malloc(sizeof *b->member * (size_t)b->cap_m);
     b->weight = malloc(sizeof *b->weight * (size_t)b->cap_m);
-    if (!b->offset || !b->member || !b->weight) abort();
+    if (!b->offset || !b->member || !b->weight) CSM_OUT_OF_MEMORY();
 }
 
 void csm_builder_free(csm_cluster_builder *b)
@@ -33,7 +34,7 @@ void csm_builder_begin(csm_cluster_builder *b)
     if (b->k + 1 >= b->cap_k) {
         b->cap_k *= 2;
         b->offset = realloc(b->offset, sizeof *b->offset * ((size_t)b->cap_k + 1));
-        if (!b->offset) abort();
+        if (!b->offset) CSM_OUT_OF_MEMORY();
     }
     b->k++;
     b->offset[b->k] = b->m;
@@ -45,7 +46,7 @@ void csm_builder_add(csm_cluster_builder *b, int32_t particle, double weight)
         b->cap_m *= 2;
         b->member = realloc(b->member, sizeof *b->member * (size_t)b->cap_m);
         b->weight = realloc(b->weight, sizeof *b->weight * (size_t)b->cap_m);
-        if (!b->member || !b->weight) abort();
+        if (!b->member || !b->weight) CSM_OUT_OF_MEMORY();
     }
     b->member[b->m] = particle;
     b->weight[b->m] = weight;
@@ -69,7 +70,7 @@ void csm_builder_end(csm_cluster_builder *b)
     if (b->k == 0) return;
     int32_t lo = b->offset[b->k - 1], hi = b->offset[b->k];
     member_weight *mw = malloc(sizeof *mw * (size_t)(hi - lo + 1));
-    if (!mw) abort();
+    if (!mw) CSM_OUT_OF_MEMORY();
     for (int32_t j = lo; j < hi; j++) mw[j - lo] = (member_weight){b->member[j], b->weight[j]};
     qsort(mw, (size_t)(hi - lo), sizeof *mw, cmp_member);
     for (int32_t j = lo; j < hi; j++) {
@@ -82,7 +83,7 @@ void csm_builder_end(csm_cluster_builder *b)
 void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t count)
 {
     int32_t *n = calloc((size_t)count + 1, sizeof *n);
-    if (!n) abort();
+    if (!n) CSM_OUT_OF_MEMORY();
     for (int32_t j = 0; j < b->m; j++)
         if (b->member[j] >= first && b->member[j] < first + count) n[b->member[j] - first]++;
     for (int32_t j = 0; j < b->m; j++)
@@ -183,7 +184,7 @@ static void fcm_lanes_make(fcm_lanes *z, const double *centres, int32_t k, const
     z->k = k;
     z->kp = csm_lanes_round(k);
     z->cx = calloc(4 * (size_t)z->kp, sizeof *z->cx);
-    if (!z->cx) abort();
+    if (!z->cx) CSM_OUT_OF_MEMORY();
     z->cy = z->cx + z->kp;
     z->cz = z->cy + z->kp;
     z->live = z->cz + z->kp;
@@ -355,7 +356,7 @@ static double fcm_rows(const double *x, const double *mass, int32_t count, const
 #pragma omp parallel reduction(max : change)
     {
         double *inv = malloc(sizeof *inv * (size_t)z.kp);
-        if (!inv) abort();
+        if (!inv) CSM_OUT_OF_MEMORY();
 #pragma omp for schedule(static)
         for (int32_t b = 0; b < nb; b++) {
             double *a = acc ? &acc[(size_t)b * 4 * (size_t)z.kp] : NULL;
@@ -395,7 +396,7 @@ static size_t fcm_acc_len(int32_t count, int32_t k)
 static double *fcm_acc(int32_t count, int32_t k)
 {
     double *acc = calloc(fcm_acc_len(count, k), sizeof *acc);
-    if (!acc) abort();
+    if (!acc) CSM_OUT_OF_MEMORY();
     return acc;
 }
 
@@ -431,7 +432,7 @@ static int fcm_sums_settled(const double *x, const double *mass, int32_t count, 
 #pragma omp parallel
     {
         double *inv = calloc(2 * (size_t)z.kp + (size_t)k, sizeof *inv); /* the row compared with: set */
-        if (!inv) abort();
+        if (!inv) CSM_OUT_OF_MEMORY();
         double *row = inv + 2 * z.kp;
 #pragma omp for schedule(static)
         for (int32_t b = 0; b < nb; b++) {
@@ -529,7 +530,7 @@ int csm_fcm_iterate(const double *x, const double *mass, int32_t count, double *
            with whatever u held), with the same centres and bits but no u until the end */
         it = 0;
         double *acc = fcm_acc(count, k), *prev = malloc(sizeof *prev * 3 * (size_t)k);
-        if (!prev) abort();
+        if (!prev) CSM_OUT_OF_MEMORY();
         while (it < max_iterations) {
             memset(acc, 0, sizeof *acc * fcm_acc_len(count, k));
             int settled = fcm_sums_settled(x, mass, count, centres, it > 0 ? prev : NULL, k, state, m, tolerance, acc);

@@ -1,6 +1,7 @@
 #include "error.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 int csm_fail(csm_error *err, int code, const char *fmt, ...)
 {
@@ -28,4 +29,11 @@ int csm_fail(csm_error *err, int code, const char *fmt, ...)
     err->msg[o] = '\0';
     err->code = code;
     return -1;
+}
+
+void csm_out_of_memory(const char *where)
+{
+    fprintf(stderr, "csm: out of memory in %s: free memory, or ask for fewer particles, clusters or frames\n", where);
+    fflush(NULL);
+    exit(CSM_EXIT_FAILURE);
 }

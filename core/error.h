@@ -16,4 +16,10 @@ enum { CSM_EXIT_FAILURE = 1, CSM_EXIT_BAD_INPUT = 2 };
    The message is kept to one line: a newline or other control character in it is escaped. */
 int csm_fail(csm_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Out of memory where the caller has no error to return: one line on stderr, "csm: out of memory
+   in WHERE", and exit status 1. exit, not abort: the HDF5 library's exit handler closes the open
+   logs, so what was written stays readable (csm info) and resumable. Use CSM_OUT_OF_MEMORY(). */
+_Noreturn void csm_out_of_memory(const char *where);
+#define CSM_OUT_OF_MEMORY() csm_out_of_memory(__func__)
+
 #endif

@@ -3,6 +3,7 @@
    in grid.c, each particle's share of the volume in volumes.c. */
 
 #include "geometry.h"
+#include "error.h"
 
 #include "csm_math.h"
 #include "rng.h"
@@ -104,7 +105,7 @@ static void push_point(pointbuf *b, const double q[3])
     if (b->n == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 1024;
         b->p = realloc(b->p, sizeof(double) * 3 * (size_t)b->cap);
-        if (!b->p) abort();
+        if (!b->p) CSM_OUT_OF_MEMORY();
     }
     memcpy(&b->p[3 * b->n++], q, 3 * sizeof(double));
 }
@@ -124,7 +125,7 @@ static uint32_t morton_spread(uint32_t v)
 void csm_shape_inside_many(const csm_shape *o, const double *cand, int32_t n, unsigned char *in)
 {
     csm_key_index *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
-    if (!order) abort();
+    if (!order) CSM_OUT_OF_MEMORY();
     for (int32_t k = 0; k < n; k++) {
         int64_t key = 0;
         for (int d = 0; d < 3; d++) {
@@ -153,7 +154,7 @@ void csm_shape_inside_many(const csm_shape *o, const double *cand, int32_t n, un
 static void push_inside(const csm_shape *o, const double *cand, int32_t n, pointbuf *out)
 {
     unsigned char *in = malloc((size_t)(n > 0 ? n : 1));
-    if (!in) abort();
+    if (!in) CSM_OUT_OF_MEMORY();
     if (o->o->shape_type == CSM_SHAPE_MESH) csm_shape_inside_many(o, cand, n, in);
     else
         for (int32_t k = 0; k < n; k++) in[k] = (unsigned char)csm_shape_inside(o, &cand[3 * k]);
@@ -262,7 +263,7 @@ static void sample_box(const double half[3], double r, int attempts, csm_rng *rn
     for (int d = 0; d < 3; d++) dim[d] = (int32_t)ceil(2.0 * half[d] / cell) + 1 + 4;
     size_t ncell = (size_t)dim[0] * (size_t)dim[1] * (size_t)dim[2];
     double *grid = malloc(3 * ncell * sizeof *grid);
-    if (!grid) abort();
+    if (!grid) CSM_OUT_OF_MEMORY();
     for (size_t c = 0; c < 3 * ncell; c++) grid[c] = NAN;
     cell_offset near[125];
     cell_offsets_nearest_first(near);
@@ -280,7 +281,7 @@ static void sample_box(const double half[3], double r, int attempts, csm_rng *rn
     memcpy(&grid[3 * CELL_OF(first)], first, sizeof first);
     cap_active = 1024;
     active = malloc(sizeof *active * (size_t)cap_active);
-    if (!active) abort();
+    if (!active) CSM_OUT_OF_MEMORY();
     active[nactive++] = 0;
     while (nactive > 0) {
         int32_t slot = (int32_t)csm_rng_below(rng, (uint32_t)nactive);
@@ -310,7 +311,7 @@ static void sample_box(const double half[3], double r, int attempts, csm_rng *rn
             if (nactive == cap_active) {
                 cap_active *= 2;
                 active = realloc(active, sizeof *active * (size_t)cap_active);
-                if (!active) abort();
+                if (!active) CSM_OUT_OF_MEMORY();
             }
             active[nactive++] = all->n - 1;
             placed = 1;

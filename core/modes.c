@@ -1,6 +1,7 @@
 /* The goal deformations of Müller et al. 2005 (report Sec 4) beside the rigid one: linear and
    quadratic (solver.mode), blended with the rigid goals by beta. The fit itself is in core/kernel/fit.c. */
 #include "modes.h"
+#include "error.h"
 
 #include "elastic.h"
 
@@ -58,14 +59,12 @@ void csm_mode_ready(csm_world *w)
     int quadratic = w->mode == CSM_MODE_QUADRATIC || (w->energy == CSM_ENERGY_CONTINUUM && w->spring_modulus > 0);
     if (quadratic && !C->Q && csm_clusters_quadratic(C)) {
         /* once per clustering; the only allocation a fit may make */
-        fprintf(stderr, "csm: out of memory for the quadratic fit of %d clusters\n", C->k);
-        abort();
+        csm_out_of_memory("the quadratic fit of the clusters");
     }
     /* the continuum energy's consistent gradients, once per clustering (elastic.c) */
     if (csm_elastic_on(w) && w->gradient == CSM_GRADIENT_CONSISTENT && w->boundary &&
         (!C->eta || C->eta_epoch != C->epoch) && csm_elastic_consistent(w)) {
-        fprintf(stderr, "csm: out of memory for the consistent gradients of %d clusters\n", C->k);
-        abort();
+        csm_out_of_memory("the consistent gradients of the clusters");
     }
 }
 

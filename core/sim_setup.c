@@ -3,6 +3,7 @@
    down (csm_sim_destroy). The frame loop is in sim.c. */
 
 #include "sim.h"
+#include "error.h"
 
 #include "clustering.h"
 #include "csm_math.h"
@@ -150,7 +151,7 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->object_modulus = calloc((size_t)cfg->nobjects, sizeof *w->object_modulus);
     if (!pts || !counts || !volumes || !shares || !w->object_first || !w->object_spacing || !w->object_density ||
         !w->object_modulus)
-        abort();
+        CSM_OUT_OF_MEMORY();
     for (int k = 0; k < cfg->nobjects; k++)
         w->object_modulus[k] = ((const csm_body_params *)csm_cfg_params(&cfg->objects[k].body))->modulus;
     int rc = 0;
@@ -160,7 +161,7 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
        once closed) */
     csm_shape *shapes = calloc((size_t)cfg->nobjects, sizeof *shapes);
     int *last = malloc(sizeof *last * (size_t)(cfg->nobjects > 0 ? cfg->nobjects : 1));
-    if (!shapes || !last) abort();
+    if (!shapes || !last) CSM_OUT_OF_MEMORY();
     for (int k = 0; k < cfg->nobjects; k++) last[k] = -1;
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
         int from = 0; /* the object whose loaded mesh k samples */
@@ -284,13 +285,13 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     sim->ncolliders = cfg->ncolliders;
     sim->forces = calloc((size_t)cfg->nforces + 1, sizeof *sim->forces);
     sim->colliders = calloc((size_t)cfg->ncolliders + 1, sizeof *sim->colliders);
-    if (!sim->forces || !sim->colliders) abort();
+    if (!sim->forces || !sim->colliders) CSM_OUT_OF_MEMORY();
     for (int k = 0; k < cfg->nforces && !rc; k++)
         rc = create_stage(CSM_KIND_FORCE, &cfg->forces[k], w, &sim->forces[k], err);
     for (int k = 0; k < cfg->ncolliders && !rc; k++)
         rc = create_stage(CSM_KIND_COLLIDER, &cfg->colliders[k], w, &sim->colliders[k], err);
     sim->constraints = calloc(1, sizeof *sim->constraints);
-    if (!sim->constraints) abort();
+    if (!sim->constraints) CSM_OUT_OF_MEMORY();
     csm_constraints *k = sim->constraints;
     k->colliders = sim->colliders;
     k->ncolliders = sim->ncolliders;
@@ -311,7 +312,7 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         if (!sim->own_plasticity) {
             sim->own_plasticity = calloc((size_t)cfg->nobjects, sizeof *sim->own_plasticity);
             sim->scope = calloc(2 * (size_t)cfg->nobjects, 1);
-            if (!sim->own_plasticity || !sim->scope) abort();
+            if (!sim->own_plasticity || !sim->scope) CSM_OUT_OF_MEMORY();
         }
         rc = create_stage(CSM_KIND_PLASTICITY, &cfg->objects[o].plasticity, w, &sim->own_plasticity[o], err);
     }

@@ -1,5 +1,6 @@
 /* fuzzy_cmeans: overlapping clusters from the fuzzy c-means update core keeps (clustering.h). */
 #include "clustering.h"
+#include "error.h"
 #include "rng.h"
 
 #include <math.h>
@@ -49,7 +50,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
     double *centres = malloc(sizeof(double) * 3 * (size_t)k);
     double *u = calloc((size_t)count * (size_t)k, sizeof *u);
     double *d2 = malloc(sizeof(double) * (size_t)count);
-    if (!centres || !u || !d2) abort();
+    if (!centres || !u || !d2) CSM_OUT_OF_MEMORY();
 
     /* k-means++ seeding (Arthur and Vassilvitskii 2007), from the run's seed */
     csm_rng rng;
@@ -83,7 +84,7 @@ static int fuzzy_cmeans_build(const csm_plugin_cfg *cfg, const csm_particles *p,
        cluster always; weights renormalised per particle */
     double *norm = calloc((size_t)count, sizeof *norm), *cut = malloc(sizeof(double) * (size_t)count);
     int32_t *best = malloc(sizeof *best * (size_t)count);
-    if (!norm || !best || !cut) abort();
+    if (!norm || !best || !cut) CSM_OUT_OF_MEMORY();
     for (int32_t i = 0; i < count; i++) {
         const double *ui = &u[(size_t)i * (size_t)k];
         best[i] = 0;

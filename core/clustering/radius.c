@@ -1,6 +1,7 @@
 /* The radius clusterings: random_radius (Bargteil-Jones 2014) and per_particle (Bender et al.),
    both of every particle within a radius of a seed, in rest space. */
 #include "clustering.h"
+#include "error.h"
 #include "geometry.h"
 #include "rng.h"
 
@@ -48,7 +49,7 @@ static int radius_clusters(const csm_particles *p, int32_t first, int32_t count,
     csm_grid grid;
     if (csm_grid_build(&grid, rest, count, d)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     unsigned char *covered = calloc((size_t)count, 1), *seed = calloc((size_t)count, 1);
-    if (!covered || !seed) abort();
+    if (!covered || !seed) CSM_OUT_OF_MEMORY();
     gather_ctx g = {NULL, covered, first};
     for (int32_t s = 0; s < count; s++) {
         int32_t i = order ? order[s] : s;
@@ -75,7 +76,7 @@ static int random_radius_build(const csm_plugin_cfg *cfg, const csm_particles *p
                                int32_t count, uint64_t seed, csm_cluster_builder *out, csm_error *err)
 {
     int32_t *order = malloc(sizeof *order * ((size_t)count + 1));
-    if (!order) abort();
+    if (!order) CSM_OUT_OF_MEMORY();
     /* "iteratively choose a random particle ... until all particles are in at least one
        cluster": a random permutation, skipping particles already covered (`coverage` times;
        more than once gives the denser overlap of region-based methods). */

@@ -1,5 +1,6 @@
 /* Checkpoints: resuming a log from its last complete frame, and reading a log's config back. */
 #include "log_internal.h"
+#include "error.h"
 
 #include "kernel.h"
 #include "lock.h"
@@ -205,7 +206,7 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     }
     if (!rc) {
         log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
-        if (log->goals && !log->goal) abort();
+        if (log->goals && !log->goal) CSM_OUT_OF_MEMORY();
         if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0 || H5Fstart_swmr_write(log->file) < 0)
             rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
     }

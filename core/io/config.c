@@ -1,6 +1,7 @@
 /* A csm_config from a file or text (docs/DESIGN.md "Configs"): parse, override, take out the sweep,
    and validate every section against its table (sections.c) or its plugin's. */
 #include "config_tree.h"
+#include "error.h"
 
 #include "files.h"
 
@@ -92,7 +93,7 @@ static int parse_object(csm_node *on, int index, csm_object_cfg *o, csm_error *e
                 if (pn->kind != CSM_NODE_SEQ || pn->nchild == 0)
                     FAIL_AT(err, pn, "%s must be a non-empty list of particle indices", sub);
                 o->pin_index = calloc((size_t)pn->nchild, sizeof *o->pin_index);
-                if (!o->pin_index) abort();
+                if (!o->pin_index) CSM_OUT_OF_MEMORY();
                 for (int k = 0; k < pn->nchild; k++) {
                     csm_value v = {0};
                     if (csm_param_parse(pn->child[k], sub, &csm_pin_index_spec, &v, err)) return -1;
@@ -154,7 +155,7 @@ static int parse_plugin_list(csm_node *root, const char *key, csm_kind kind, csm
     if (list->kind != CSM_NODE_SEQ) FAIL_AT(err, list, "%s must be a list of {type: ..., ...}", key);
     *count = list->nchild;
     *out = calloc((size_t)list->nchild + 1, sizeof **out);
-    if (!*out) abort();
+    if (!*out) CSM_OUT_OF_MEMORY();
     for (int k = 0; k < list->nchild; k++) {
         char path[64];
         snprintf(path, sizeof path, "%s[%d]", key, k);
@@ -333,7 +334,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     }
     cfg->nobjects = objects->nchild;
     cfg->objects = calloc((size_t)cfg->nobjects, sizeof *cfg->objects);
-    if (!cfg->objects) abort();
+    if (!cfg->objects) CSM_OUT_OF_MEMORY();
     for (int k = 0; k < cfg->nobjects; k++)
         if (parse_object(objects->child[k], k, &cfg->objects[k], err)) goto fail;
 

@@ -1,6 +1,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 /* Writing a log: create it with its root attributes and /rest, append frames, close with a status. */
 #include "log_internal.h"
+#include "error.h"
 
 #include "clustering.h"
 #include "csm_version.h"
@@ -19,7 +20,7 @@ int csm_log_lock_take(csm_log *log, const char *path, csm_error *err)
 {
     size_t len = strlen(path) + 6;
     log->lock_path = malloc(len);
-    if (!log->lock_path) abort();
+    if (!log->lock_path) CSM_OUT_OF_MEMORY();
     snprintf(log->lock_path, len, "%s.lock", path);
     log->lock_fd = csm_lock_take(log->lock_path, path, "log", err);
     return log->lock_fd < 0 ? -1 : 0;
@@ -200,7 +201,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->path = strdup(path);
     log->fd = open(path, O_RDONLY | O_CLOEXEC);
     log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
-    if (!log->path || (log->goals && !log->goal)) abort();
+    if (!log->path || (log->goals && !log->goal)) CSM_OUT_OF_MEMORY();
 
     hid_t f = log->file;
     int rc = 0;
@@ -261,7 +262,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     rc |= csm_h5_write_fixed(f, "/rest/mass", H5T_NATIVE_DOUBLE, 1, d1, w->P.mass, "kg", "particle masses m_i");
     rc |= csm_h5_write_fixed(f, "/rest/object", H5T_NATIVE_INT32, 1, d1, w->P.object, "1", "object (body) of each particle");
     int32_t *id = malloc(sizeof *id * (size_t)w->P.n + 1);
-    if (!id) abort();
+    if (!id) CSM_OUT_OF_MEMORY();
     for (int32_t i = 0; i < w->P.n; i++) id[i] = i;
     rc |= csm_h5_write_fixed(f, "/rest/id", H5T_NATIVE_INT32, 1, d1, id, "1",
                       "particle index 0..n-1 (the sidecar's Polyvertex connectivity)");

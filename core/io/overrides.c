@@ -1,6 +1,7 @@
 /* `--set key.path=value` overrides applied to the tree, and the `sweep:` mapping taken out of
    it. */
 #include "config_tree.h"
+#include "error.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +119,7 @@ int csm_sweep_parse(csm_node *root, csm_config *cfg, csm_error *err)
         goto done;
     }
     cfg->sweep = calloc((size_t)sw->nchild + 1, sizeof *cfg->sweep);
-    if (!cfg->sweep) abort();
+    if (!cfg->sweep) CSM_OUT_OF_MEMORY();
     for (int a = 0; a < sw->nchild; a++) {
         csm_node *c = sw->child[a];
         if (c->kind != CSM_NODE_SEQ) {
@@ -151,7 +152,7 @@ int csm_sweep_parse(csm_node *root, csm_config *cfg, csm_error *err)
         ax->key = csm_dupstr(c->key, strlen(c->key));
         ax->line = c->line;
         ax->values = calloc((size_t)c->nchild, sizeof *ax->values);
-        if (!ax->values) abort();
+        if (!ax->values) CSM_OUT_OF_MEMORY();
         for (int k = 0; k < c->nchild; k++) {
             ax->values[ax->nvalues++] = csm_yaml_emit_flow(c->child[k]);
         }

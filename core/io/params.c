@@ -2,6 +2,7 @@
    range, choices), "did you mean" for unknown keys, defaults inserted into the tree, and a
    section's parameter struct filled from its values. */
 #include "config_tree.h"
+#include "error.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -117,7 +118,7 @@ static int parse_rows(const csm_node *n, const char *path, const csm_param_spec 
     v->npoints = 0;
     if (n->nchild == 0) return 0;
     v->points = malloc(sizeof(double) * (size_t)width * (size_t)n->nchild);
-    if (!v->points) abort();
+    if (!v->points) CSM_OUT_OF_MEMORY();
     v->npoints = n->nchild;
     for (int k = 0; k < n->nchild; k++) {
         const csm_node *row = n->child[k];

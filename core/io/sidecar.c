@@ -1,5 +1,6 @@
 /* The XDMF sidecar ParaView opens a log through. */
 #include "log_internal.h"
+#include "error.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     H5Sclose(space);
     hsize_t T = dims[0], n = dims[1];
     double *times = malloc(sizeof(double) * (T > 0 ? T : 1));
-    if (!times) abort();
+    if (!times) CSM_OUT_OF_MEMORY();
     if (T > 0) H5Dread(tds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, times);
     int has_goals = H5Lexists(file, "/frames/goals", H5P_DEFAULT) > 0;
     H5Dclose(pos);

@@ -1,6 +1,7 @@
 /* The config tree: nodes with the file and line they came from, YAML (or JSON) parsed into it
    with libfyaml, and the tree written back as YAML, the resolved config every log stores. */
 #include "config_tree.h"
+#include "error.h"
 
 #include <ctype.h>
 #include <libfyaml.h>
@@ -15,7 +16,7 @@
 char *csm_dupstr(const char *s, size_t len)
 {
     char *d = malloc(len + 1);
-    if (!d) abort();
+    if (!d) CSM_OUT_OF_MEMORY();
     memcpy(d, s, len);
     d[len] = '\0';
     return d;
@@ -24,7 +25,7 @@ char *csm_dupstr(const char *s, size_t len)
 csm_node *csm_node_new(csm_node_kind kind, const char *src, int line)
 {
     csm_node *n = calloc(1, sizeof *n);
-    if (!n) abort();
+    if (!n) CSM_OUT_OF_MEMORY();
     n->kind = kind;
     n->src = src;
     n->line = line;
@@ -46,7 +47,7 @@ void csm_node_append(csm_node *parent, csm_node *child)
     if (parent->nchild == parent->cap) {
         parent->cap = parent->cap ? 2 * parent->cap : 8;
         parent->child = realloc(parent->child, (size_t)parent->cap * sizeof *parent->child);
-        if (!parent->child) abort();
+        if (!parent->child) CSM_OUT_OF_MEMORY();
     }
     parent->child[parent->nchild++] = child;
 }
@@ -278,7 +279,7 @@ static void sb_printf(strbuf *b, const char *fmt, ...)
         }
         b->cap = (b->cap + (size_t)n + 1) * 2;
         b->s = realloc(b->s, b->cap);
-        if (!b->s) abort();
+        if (!b->s) CSM_OUT_OF_MEMORY();
     }
 }
 

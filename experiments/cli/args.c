@@ -1,4 +1,5 @@
 #include "args.h"
+#include "error.h"
 
 #include "commands.h"
 
@@ -70,7 +71,7 @@ int csm_args_parse(int argc, char **argv, const csm_arg *spec, int max_positiona
     memset(out, 0, sizeof *out);
     out->sets = calloc((size_t)argc + 2, sizeof *out->sets);
     out->positional = calloc((size_t)argc + 1, sizeof *out->positional);
-    if (!out->sets || !out->positional) abort();
+    if (!out->sets || !out->positional) CSM_OUT_OF_MEMORY();
     for (int k = 1; k < argc; k++) {
         const char *s = argv[k], *next = k + 1 < argc ? argv[k + 1] : NULL;
         if (!strcmp(s, "--set") && next) {

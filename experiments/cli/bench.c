@@ -9,6 +9,7 @@
    a hash of the final positions and velocities; with contact, the median ms/frame of the contact
    stage (broad phase and projections, part of dynamics) and its nanoseconds per particle. */
 #include "commands.h"
+#include "error.h"
 #include "args.h"
 #include "config.h"
 #include "csm_version.h"
@@ -264,7 +265,7 @@ static int run_scene(const char *name, int threads, int frames_override, result 
     r->passes = passes_per_step(&cfg) * cfg.substeps;
     int frames = frames_override > 0 ? frames_override : sc->frames;
     double *ms = malloc(sizeof(double) * STAGES * (size_t)frames);
-    if (!ms) abort();
+    if (!ms) CSM_OUT_OF_MEMORY();
     int rc = 0;
     int kf = -1, kc = -1; /* the factorisation a plugin times, apart from the steps; the contact stage */
     for (int k = 0; k < sim.report.ntimings; k++) {
@@ -272,7 +273,7 @@ static int run_scene(const char *name, int threads, int frames_override, result 
         if (!strcmp(sim.report.timing_name[k], "contact")) kc = k;
     }
     double *contact = malloc(sizeof(double) * (size_t)frames + 1);
-    if (!contact) abort();
+    if (!contact) CSM_OUT_OF_MEMORY();
     for (int f = 0; f < sc->warmup && !rc; f++) {
         rc = csm_sim_frame(&sim, &err);
         if (kf >= 0) r->factor_s += sim.last.seconds[kf];
@@ -432,7 +433,7 @@ int csm_cmd_bench(int argc, char **argv)
     }
     size_t ndefault = sizeof default_scenes / sizeof default_scenes[0];
     const char **names = calloc((size_t)argc + ndefault, sizeof *names);
-    if (!names) abort();
+    if (!names) CSM_OUT_OF_MEMORY();
     int nnames = 0;
     for (int k = 0; k < args.npositional; k++) {
         const char *s = args.positional[k];

@@ -1,5 +1,6 @@
 /* csm run and csm check. */
 #include "commands.h"
+#include "error.h"
 #include "args.h"
 #include "simulation.h"
 
@@ -70,7 +71,7 @@ static char *out_override(const char *out)
        \ and " escaped and control characters as \xHH (a path may hold any of them) */
     size_t len = 4 * strlen(out) + 32, n = 0;
     char *s = malloc(len);
-    if (!s) abort();
+    if (!s) CSM_OUT_OF_MEMORY();
     n += (size_t)snprintf(s, len, "output.path=\"");
     for (const unsigned char *c = (const unsigned char *)out; *c; c++) {
         if (*c == '"' || *c == '\\') n += (size_t)snprintf(s + n, len - n, "\\%c", *c);

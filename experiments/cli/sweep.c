@@ -6,6 +6,7 @@
    swept values, status, frames, wall time and log. `--shard K/N` (or a Slurm job array) runs
    every N-th run. */
 #include "commands.h"
+#include "error.h"
 #include "sweep.h"
 #include "args.h"
 #include "files.h"
@@ -245,7 +246,7 @@ static pid_t launch(const sweep *s, sweep_run *r, csm_error *err)
     path_of(s, r->id, ".log", logpath, sizeof logpath);
     snprintf(threads, sizeof threads, "%d", s->a.threads);
     const char **argv = calloc((size_t)(2 * no + 16), sizeof *argv);
-    if (!argv) abort();
+    if (!argv) CSM_OUT_OF_MEMORY();
     int n = 0;
     argv[n++] = "csm";
     argv[n++] = "run";
@@ -371,7 +372,7 @@ static int execute(sweep *s, int *selected, int nsel)
     int ok = 0, failed = 0, skipped = 0, running = 0, next = 0, done = 0;
     /* runs already finished with status ok are skipped */
     int *todo = calloc((size_t)nsel + 1, sizeof *todo), ntodo = 0;
-    if (!todo) abort();
+    if (!todo) CSM_OUT_OF_MEMORY();
     for (int k = 0; k < nsel; k++) {
         if (log_is_ok(s, &s->runs[selected[k]])) skipped++;
         else todo[ntodo++] = selected[k];
@@ -493,7 +494,7 @@ int csm_cmd_sweep(int argc, char **argv)
         goto done;
     }
     selected = calloc((size_t)s.nruns + 1, sizeof *selected);
-    if (!selected) abort();
+    if (!selected) CSM_OUT_OF_MEMORY();
     for (int i = 0; i < s.nruns; i++)
         if (i % s.a.shard_n == s.a.shard_k) selected[nsel++] = i;
     if (s.a.list) {

@@ -1,6 +1,7 @@
 /* The runs of a sweep: the product of its lists, each run's config resolved (a bad value stops
    the sweep before anything runs) and named by a short hash of it. */
 #include "sweep.h"
+#include "error.h"
 
 #include "files.h"
 
@@ -53,7 +54,7 @@ static uint64_t hash_node(uint64_t h, const csm_node *n)
     }
     h = fnv(h, n->kind == CSM_NODE_MAP ? "{" : "[");
     const csm_node **c = malloc((size_t)(n->nchild + 1) * sizeof *c);
-    if (!c) abort();
+    if (!c) CSM_OUT_OF_MEMORY();
     if (n->nchild > 0) memcpy(c, n->child, (size_t)n->nchild * sizeof *c);
     if (n->kind == CSM_NODE_MAP && n->nchild > 1) qsort(c, (size_t)n->nchild, sizeof *c, by_key);
     for (int k = 0; k < n->nchild; k++) {
@@ -75,13 +76,13 @@ char **sweep_run_overrides(const sweep *s, const sweep_run *r, int *count)
 {
     int na = s->base.nsweep;
     char **o = calloc((size_t)(s->a.nsets + na), sizeof *o);
-    if (!o) abort();
+    if (!o) CSM_OUT_OF_MEMORY();
     for (int k = 0; k < s->a.nsets; k++) o[k] = strdup(s->a.sets[k]);
     for (int k = 0; k < na; k++) {
         const csm_sweep_axis *ax = &s->base.sweep[k];
         size_t len = strlen(ax->key) + strlen(ax->values[r->pick[k]]) + 2;
         o[s->a.nsets + k] = malloc(len);
-        if (!o[s->a.nsets + k]) abort();
+        if (!o[s->a.nsets + k]) CSM_OUT_OF_MEMORY();
         snprintf(o[s->a.nsets + k], len, "%s=%s", ax->key, ax->values[r->pick[k]]);
     }
     *count = s->a.nsets + na;
@@ -163,7 +164,7 @@ int sweep_plan(sweep *s, csm_error *err)
     while (ids.cap < 2 * (size_t)total + 2) ids.cap *= 2;
     ids.slot = malloc(ids.cap * sizeof *ids.slot);
     s->runs = calloc((size_t)total, sizeof *s->runs);
-    if (!s->runs || !ids.slot) abort();
+    if (!s->runs || !ids.slot) CSM_OUT_OF_MEMORY();
     memset(ids.slot, 0xff, ids.cap * sizeof *ids.slot);
     int rc_plan = 0;
     for (long i = 0; i < total && !rc_plan; i++) {
@@ -171,7 +172,7 @@ int sweep_plan(sweep *s, csm_error *err)
             fprintf(stderr, "\rcsm: resolved %ld of %ld runs", i, total);
         sweep_run *r = &s->runs[s->nruns];
         r->pick = calloc((size_t)na + 1, sizeof *r->pick);
-        if (!r->pick) abort();
+        if (!r->pick) CSM_OUT_OF_MEMORY();
         long rem = i;
         for (int k = na - 1; k >= 0; k--) {
             r->pick[k] = (int)(rem % s->base.sweep[k].nvalues);
@@ -181,7 +182,7 @@ int sweep_plan(sweep *s, csm_error *err)
         char **o = sweep_run_overrides(s, r, &no);
         /* the log's path is no part of a run's identity: it is hashed as the default */
         o = realloc(o, (size_t)(no + 1) * sizeof *o);
-        if (!o) abort();
+        if (!o) CSM_OUT_OF_MEMORY();
         o[no++] = strdup("output.path=\"\"");
         csm_config cfg;
         csm_error e = {{0}, 0};
