@@ -105,13 +105,6 @@ double csm_volume_energy(const csm_world *w, double h);
    (csm_cluster_stored, rigid-mode goals) with the explicit step's lag, and its split volume term.
    Changes nothing in the clusters. */
 double csm_cluster_energy(const csm_world *w, int32_t c, const double *x, const double *v, double h);
-/* csm_cluster_energy at (x, v) less at (x, v0), when only the velocities differ: the springs and
-   the volume term store the same, so what changes is the explicit step's lag (0 for an implicit
-   integrator). It is linear in v and is taken on v - v0, whose members are read only where it is
-   not 0; equal to the difference of the two energies up to rounding. NaN when F^p is singular
-   and the springs are explicit (an implicit integrator's 0 asks for no fit). */
-double csm_cluster_lag_change(const csm_world *w, int32_t c, const double *x, const double *v, const double *v0,
-                              double h);
 
 /* Material viscosity eta (Pa s), implicitly over a step h: each cluster's symmetric velocity
    gradient decays at the rate 6 eta V_c / tr A_dd (core/kernel/damping.c), without changing its momentum or

@@ -40,57 +40,14 @@ static int plastic_flow(csm_sim *sim, double h, csm_error *err)
     return rc;
 }
 
-static double potentials(const csm_sim *sim)
+/* Whether the step's colliders changed any particle's position or velocity (before[6n]: x and v
+   as the integrator left them): a step in which contact acted, whose change of energy is
+   contact's (csm_diagnostics). */
+static int colliders_acted(const csm_sim *sim, const double *before)
 {
-    double e = 0;
-    for (int k = 0; k < sim->nforces; k++)
-        if (sim->forces[k].potential) e += sim->forces[k].potential(&sim->w, sim->forces[k].state);
-    return e;
-}
-
-/* The work of the step's colliders: the kinetic energy of the particles they moved or stopped,
-   the stored energy of the clusters those particles are in (csm_cluster_energy, before and
-   after: x and v as the integrator left them are in before[6n]), and the forces' potentials
-   (U0 before). Only the clusters a collider touched are refitted, on their own, so the
-   accounting changes nothing the next step sees; one whose members' positions it left as they
-   were (it changed only velocities, as it does when the projections inside the iterations have
-   already pushed every particle out) stores the same, and only its lag changes
-   (csm_cluster_lag_change). */
-enum { TOUCHED_V = 1, TOUCHED_X = 2 };
-
-static double collider_work(csm_sim *sim, const double *before, double U0, double h)
-{
-    csm_world *w = &sim->w;
-    const csm_particles *P = &w->P;
-    const csm_clusters *C = &w->C;
-    int32_t n = P->n;
-    const double *xb = before, *vb = before + 3 * (size_t)n;
-    memset(sim->touched, 0, (size_t)C->k);
-    double work = potentials(sim) - U0;
-    for (int32_t i = 0; i < n; i++) {
-        int moved = memcmp(&P->x[3 * i], &xb[3 * i], 3 * sizeof *xb) != 0;
-        if (!moved && memcmp(&P->v[3 * i], &vb[3 * i], 3 * sizeof *vb) == 0) continue;
-        work += 0.5 * P->mass[i] * (csm_v3_dot(&P->v[3 * i], &P->v[3 * i]) - csm_v3_dot(&vb[3 * i], &vb[3 * i]));
-        uint8_t how = moved ? TOUCHED_X : TOUCHED_V;
-        for (int32_t s = C->poff[i]; s < C->poff[i + 1]; s++) sim->touched[C->mcluster[C->pmember[s]]] |= how;
-    }
-    /* the touched clusters' energies in parallel, summed in fixed blocks (kernel.h): the same bits
-       on any thread count; blocks are handed out as threads free up, as the touched clusters
-       bunch where the colliders are */
-    double part[CSM_SUM_BLOCKS];
-    int32_t k = C->k;
-#pragma omp parallel for schedule(dynamic)
-    for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
-        double sum = 0;
-        for (int32_t c = csm_block_start(k, b); c < csm_block_start(k, b + 1); c++)
-            if (sim->touched[c] & TOUCHED_X)
-                sum += csm_cluster_energy(w, c, P->x, P->v, h) - csm_cluster_energy(w, c, xb, vb, h);
-            else if (sim->touched[c])
-                sum += csm_cluster_lag_change(w, c, P->x, P->v, vb, h);
-        part[b] = sum;
-    }
-    work += csm_block_total(part);
-    return isfinite(work) ? work : 0.0;
+    const csm_particles *P = &sim->w.P;
+    size_t bytes = sizeof(double) * 3 * (size_t)P->n;
+    return memcmp(P->x, before, bytes) != 0 || memcmp(P->v, before + 3 * (size_t)P->n, bytes) != 0;
 }
 
 void csm_world_project(csm_world *w, double *x, double h)
@@ -152,10 +109,13 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     if (kc) {
         kc->work = 0;
         kc->failed = 0;
-        if (csm_grow((void **)&kc->x_start, &kc->cap_x_start, 3 * (int64_t)n, sizeof(double)))
+        if (csm_grow((void **)&kc->x_start, &kc->cap_x_start, 3 * (int64_t)n, sizeof(double)) ||
+            csm_grow((void **)&kc->v_start, &kc->cap_v_start, 3 * (int64_t)n, sizeof(double)))
             return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the colliders and contacts");
         memcpy(kc->x_start, w->P.x, bytes);
+        memcpy(kc->v_start, w->P.v, bytes);
         w->x_step = kc->x_start;
+        w->v_step = kc->v_start;
         if (kc->contact) csm_contacts_start(&kc->contacts, kc->x_start);
     }
     memset(w->P.force, 0, bytes);
@@ -192,26 +152,24 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     if (kc) {
         if (project_after(sim, h) || kc->failed)
             return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the colliders and contacts");
-        sim->work_external += kc->work;
+        /* contact's work, kc->work (a moving collider's pushes), is in its share of the budget */
+        if ((kc->contact && kc->contacts.npairs > 0) || kc->work != 0) sim->contact_acted = 1;
     }
     if (working) {
         double power = 0;
         for (int64_t a = 0; a < 3 * (int64_t)n; a++) power += sim->work_force[a] * w->P.v[a];
         sim->work_external += h * power;
     }
-    double U0 = 0;
     if (sim->ncolliders) {
-        if (csm_grow((void **)&sim->collider_before, &sim->work_cap[2], 6 * (int64_t)n, sizeof(double)) ||
-            csm_grow((void **)&sim->touched, &sim->work_cap[3], w->C.k, 1))
+        if (csm_grow((void **)&sim->collider_before, &sim->work_cap[2], 6 * (int64_t)n, sizeof(double)))
             return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
         memcpy(sim->collider_before, w->P.x, bytes);
         memcpy(sim->collider_before + 3 * (size_t)n, w->P.v, bytes);
-        U0 = potentials(sim);
     }
     for (int k = 0; k < sim->ncolliders; k++)
         if (apply_stage(&sim->colliders[k], w, h, err)) return -1;
-    if (sim->ncolliders) sim->work_external += collider_work(sim, sim->collider_before, U0, h);
-    w->x_step = NULL;
+    if (sim->ncolliders && colliders_acted(sim, sim->collider_before)) sim->contact_acted = 1;
+    w->x_step = w->v_step = NULL;
     double t1 = csm_now();
     if (plastic_flow(sim, h, err)) return -1;
     double t2 = csm_now();
@@ -319,6 +277,9 @@ void csm_sim_logged(csm_sim *sim)
     sim->report.yielded = 0;
     sim->report.iteration_residual = 0;
     sim->report.nevents = 0;
+    sim->report.dissipated[CSM_DISSIPATED_CONTACT] = sim->diag_contact;
+    sim->error_logged = sim->diag_error;
+    sim->contact_acted = 0;
     memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }
 
@@ -421,6 +382,20 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     }
     double dissipated = 0;
     for (int k = 0; k < CSM_DISSIPATED_N; k++) dissipated += sim->report.dissipated[k];
-    d->energy_error = energy - sim->energy0 - sim->work_external + dissipated;
+    /* Contact's share. A collider's projections inside the iterations and the contacts between
+       particles change the energy in ways no force's work describes (a push out of the ground
+       sets a particle moving; a pair's projection and its friction take motion away), and the
+       integrator's own step runs through them. So the budget's change over the frames in which
+       contact moved a particle is contact's, dissipated_contact (< 0: contact created energy),
+       and energy_error is the rest: the integrator's, on the frames without contact. */
+    double error = energy - sim->energy0 - sim->work_external + dissipated;
+    d->dissipated_contact = sim->report.dissipated[CSM_DISSIPATED_CONTACT];
+    if (sim->contact_acted) {
+        d->dissipated_contact -= error - sim->error_logged;
+        error = sim->error_logged;
+    }
+    d->energy_error = error;
+    sim->diag_error = d->energy_error;
+    sim->diag_contact = d->dissipated_contact;
     sim->last.seconds[CSM_TIMING_TOTAL] += csm_now() - start;
 }

@@ -34,7 +34,8 @@ typedef struct csm_constraints {
     int failed;                  /* out of memory inside a projection: the step fails */
     double *scratch;             /* [3n] for an integrator that does not project: x before the contacts */
     double *x_start;             /* [3n] the positions at the step's start (w->x_step during the step) */
-    int64_t cap_scratch, cap_x_start;
+    double *v_start;             /* [3n] the velocities then (w->v_step) */
+    int64_t cap_scratch, cap_x_start, cap_v_start;
 } csm_constraints;
 
 typedef struct csm_sim {
@@ -56,16 +57,20 @@ typedef struct csm_sim {
     double *distance;            /* [distance_cap] per cluster, for the diagnostics */
     int64_t distance_cap;
     /* The work done on the bodies from outside, summed over the steps: by the forces that have no
-       potential (compress, twist, drag), h sum_i f_i . v_i with v the velocity the integrator
-       leaves (the power of the force over the step), and by the colliders, the kinetic,
-       potential and stored energy their projections change. With the potentials of the other forces and
-       the dissipation (report.dissipated) it closes the energy budget (csm_diag.energy_error). */
+       potential (compress, twist, drag) and the host's, h sum_i f_i . v_i with v the velocity the
+       integrator leaves (the power of the force over the step). With the potentials of the other
+       forces and the dissipation (report.dissipated, contact's share included) it closes the
+       energy budget (csm_diag.energy_error). */
     double work_external;
     double energy0;              /* kinetic + potential + elastic energy of frame 0 (J) */
     int have_energy0;
+    /* The contact's share of the budget (csm_diagnostics): whether a collider or the contacts
+       moved a particle since the last logged frame, that frame's energy_error, and the last
+       diagnostics' energy_error and dissipated_contact, which csm_sim_logged keeps. */
+    int contact_acted;
+    double error_logged, diag_error, diag_contact;
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
     double *collider_before;           /* [6n] x and v before the colliders, for their work */
-    unsigned char *touched;            /* [k] clusters the colliders moved a particle of */
     csm_constraints *constraints;      /* w.constraints */
     int64_t work_cap[4];
     double frame_start;                /* when the frame under way began (csm_sim_frame_begin) */
@@ -112,6 +117,11 @@ typedef struct csm_diag {
     /* J: kinetic + potential + elastic + elastic_lag - frame 0's - work_external + dissipated,
        the energy the simulation created (> 0) or lost without account (< 0) */
     double energy_error;
+    /* J: what contact took from the bodies so far (< 0: gave them), beyond the colliders' counted
+       work: the budget's change over the logged frames in which a collider or the contacts moved
+       a particle (report.dissipated[CSM_DISSIPATED_CONTACT] as of the last logged frame, plus
+       this frame's) */
+    double dissipated_contact;
     int32_t contact_pairs; /* the broad phase's pairs of the last step */
     double contact_depth;  /* m: the deepest overlap d - |x_i - x_j| over them (0: none) */
 } csm_diag;

@@ -346,12 +346,12 @@ void csm_sim_destroy(csm_sim *sim)
         csm_contacts_free(&sim->constraints->contacts);
         free(sim->constraints->scratch);
         free(sim->constraints->x_start);
+        free(sim->constraints->v_start);
         free(sim->constraints);
     }
     free(sim->distance);
     free(sim->work_force);
     free(sim->collider_before);
-    free(sim->touched);
     free(sim->force_before);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);

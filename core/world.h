@@ -213,6 +213,8 @@ enum {
     CSM_DISSIPATED_DAMPING,   /* the integrators' `damping` (Müller et al. 2007 Sec 3.5) */
     CSM_DISSIPATED_VISCOSITY, /* the integrators' `viscosity` (csm_viscous_velocities) */
     CSM_DISSIPATED_PLASTIC,   /* stored energy the plastic flow released at fixed positions */
+    CSM_DISSIPATED_CONTACT,   /* what the frames in which contact acted lost (< 0: created), beyond
+                                 the colliders' counted work (csm_diagnostics) */
     CSM_DISSIPATED_N
 };
 
@@ -308,6 +310,7 @@ typedef struct csm_world {
     struct csm_constraints *constraints;
     const double *x_step;        /* [3n] the positions at the start of the step under way, while the
                                     constraints project (their friction's slip); NULL otherwise */
+    const double *v_step;        /* [3n] the velocities then (a body's approach); NULL as x_step */
 } csm_world;
 
 /* The object cluster c belongs to (clusters never span objects); -1 for a cluster without members. */

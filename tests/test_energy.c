@@ -127,50 +127,6 @@ static void test_energy_budget_closes(void **state)
     assert_true(created < 0.02 && excess <= 0.0);
 }
 
-/* The colliders' accounting takes a cluster whose members' velocities alone changed as the change
-   of its lag (csm_cluster_lag_change): it must be the difference of the two whole energies
-   (csm_cluster_energy), for the explicit springs (alpha, and a modulus capped at 1 / h^2), with
-   the split volume term, and for an implicit integrator (no lag: 0). The sheared spinning cube
-   is run 20 frames, and a few members of every cluster get a random change of velocity. */
-static void test_lag_change_is_energy_change(void **state)
-{
-    (void)state;
-    const char *const settings[][3] = {
-        {"solver.integrator=shape_matching", "solver.alpha=0.4", "solver.volume=coupled"},
-        {"solver.integrator=strain_limited", "solver.modulus=40", "solver.volume=coupled"},
-        {"solver.integrator=shape_matching", "plasticity={model: jones2016, yield: 0.0, flow_rate: 1.0}",
-         "solver.volume=split"},
-        {"solver.integrator=xpbd", "solver.modulus=40", "solver.volume=coupled"},
-    };
-    for (int q = 0; q < 4; q++) {
-        run R;
-        run_start(&R, CSM_TEST_DIR "/configs/solver_cube.yaml", settings[q], 3);
-        for (int f = 0; f < 20; f++) run_frame(&R);
-        csm_world *w = &R.sim.w;
-        int32_t n = w->P.n;
-        double h = R.cfg.dt / R.cfg.substeps, *v = malloc(sizeof(double) * 3 * (size_t)n);
-        assert_non_null(v);
-        memcpy(v, w->P.v, sizeof(double) * 3 * (size_t)n);
-        csm_rng r;
-        csm_rng_seed(&r, 41, (uint64_t)q);
-        for (int32_t i = 0; i < n; i += 5)
-            for (int a = 0; a < 3; a++) v[3 * i + a] += 0.5 * (2 * csm_rng_uniform(&r) - 1);
-        double most = 0;
-        for (int32_t c = 0; c < w->C.k; c++) {
-            double change = csm_cluster_lag_change(w, c, w->P.x, v, w->P.v, h);
-            double after = csm_cluster_energy(w, c, w->P.x, v, h), before = csm_cluster_energy(w, c, w->P.x, w->P.v, h);
-            assert_true(isfinite(change) && isfinite(after) && isfinite(before));
-            assert_close(change, after - before, 1e-9 * (fabs(after) + fabs(before)) + 1e-15);
-            if (q == 3) assert_true(change == 0.0);
-            most = fmax(most, fabs(change));
-        }
-        assert_true(q == 3 ? w->spring_capped == 0 : w->spring_capped && most > 0);
-        assert_true(q != 2 || w->volume == CSM_VOLUME_SPLIT);
-        free(v);
-        run_stop(&R);
-    }
-}
-
 /* The largest energy_error created (> 0) over a run of the lambda = 0 bar without reclustering
    or viscosity, relative to the energy given, and the largest cond(F^p) it reaches. */
 static double plastic_bar_created(const char *rotation, double *cond)
@@ -214,12 +170,54 @@ static void test_plastic_flow_creates_no_energy(void **state)
     assert_true(f > 1.0);
 }
 
+/* Contact's share of the budget. The sheared cube of solver_cube.yaml, spinning at 1.5 rad/s,
+   drops onto a floor (restitution 0.4, friction 0.5, the body's response) and bounces and
+   tumbles for 4 s. The frames in which contact acted are contact's (dissipated_contact), and
+   energy_error holds the rest, the flights: measured within 1.46e-2 of the energy given (the
+   explicit step of a body spinning at up to 30 rad/s). Contact only takes energy: 0.638 of it
+   by the end, and it never gave any (before the body's restitution took the slower of the
+   contact's and the body's approach, one particle's jitter at 35 m/s launched the cube and
+   contact gave 0.6 of the energy given; the budget that counted the colliders' velocity response
+   as work was +71 % off on drop_cube). */
+static void contact_budget(const char *path, const char *const *sets, int nsets, double *error, double *gave,
+                           double *took)
+{
+    run R;
+    run_start(&R, path, sets, nsets);
+    csm_diag d;
+    double given = 0;
+    *error = *gave = 0;
+    for (int f = 0; f <= R.cfg.frames; f++) {
+        if (f) run_frame(&R);
+        csm_diagnostics(&R.sim, &d);
+        csm_sim_logged(&R.sim);
+        given = fmax(given, d.kinetic + d.elastic + d.elastic_lag + fmax(d.potential, 0.0));
+        *error = fmax(*error, fabs(d.energy_error));
+        *gave = fmax(*gave, -d.dissipated_contact);
+    }
+    *took = d.dissipated_contact / given;
+    *error /= given;
+    *gave /= given;
+    run_stop(&R);
+}
+
+static void test_contact_has_its_share(void **state)
+{
+    (void)state;
+    const char *floor[] = {"time.frames=240", "time.substeps=10"};
+    double error, gave, took;
+    contact_budget(CSM_TEST_DIR "/configs/solver_cube.yaml", floor, 2, &error, &gave, &took);
+    printf("cube on a floor: energy_error at most %.2e, contact gave at most %.2e and took %.3f of the energy given\n",
+           error, gave, took);
+    assert_true(error < 0.02 && gave < 1e-3 && took > 0.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_work_external_closes_the_budget),
+        cmocka_unit_test(test_contact_has_its_share),
         cmocka_unit_test(test_energy_budget_closes),
-        cmocka_unit_test(test_lag_change_is_energy_change),
         cmocka_unit_test(test_plastic_flow_creates_no_energy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,10 +39,12 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     rc |= csm_h5_read(log->ds[F_CK_FRAME], H5T_NATIVE_INT32, t, 1, &frame);
     rc |= csm_h5_read(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
     rc |= csm_h5_read(log->ds[F_WORK_EXTERNAL], H5T_NATIVE_DOUBLE, t, 1, &sim->work_external);
-    static const int dissipated[CSM_DISSIPATED_N] = {F_DISSIPATED_DAMPING, F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC};
+    static const int dissipated[CSM_DISSIPATED_N] = {F_DISSIPATED_DAMPING, F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC,
+                                                      F_DISSIPATED_CONTACT};
     for (int k = 0; k < CSM_DISSIPATED_N; k++)
         rc |= csm_h5_read(log->ds[dissipated[k]], H5T_NATIVE_DOUBLE, t, 1, &sim->report.dissipated[k]);
     rc |= csm_h5_read(log->ds[F_RECLUSTER_ENERGY], H5T_NATIVE_DOUBLE, t, 1, &sim->report.recluster_energy);
+    rc |= csm_h5_read(log->ds[F_ENERGY_ERROR], H5T_NATIVE_DOUBLE, t, 1, &sim->error_logged); /* contact's share */
     /* the energy budget's reference is frame 0's energy */
     static const int energy[4] = {F_KINETIC, F_POTENTIAL, F_ELASTIC, F_ELASTIC_LAG};
     sim->energy0 = 0;
@@ -84,6 +86,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     sim->report.nevents = 0;
     sim->report.yielded = sim->report.plastic_skipped = 0;
     sim->report.iteration_residual = 0;
+    sim->contact_acted = 0;
     sim->frame = sim->report.frame = frame;
     return 0;
 }

@@ -46,6 +46,7 @@ ACCESSOR(d_elastic_lag, &c->d->elastic_lag)
 ACCESSOR(d_dissipated_damping, &c->sim->report.dissipated[CSM_DISSIPATED_DAMPING])
 ACCESSOR(d_dissipated_viscosity, &c->sim->report.dissipated[CSM_DISSIPATED_VISCOSITY])
 ACCESSOR(d_dissipated_plastic, &c->sim->report.dissipated[CSM_DISSIPATED_PLASTIC])
+ACCESSOR(d_dissipated_contact, &c->d->dissipated_contact)
 ACCESSOR(d_recluster_energy, &c->sim->report.recluster_energy)
 ACCESSOR(d_contact_pairs, &c->d->contact_pairs)
 ACCESSOR(d_contact_depth, &c->d->contact_depth)
@@ -99,8 +100,8 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                      "with k_c = alpha_c / h^2, plus the split volume terms 1/2 kappa_c V_c (det F_c - 1)^2 (0 for pbd, which has no springs; NaN for an integrator that declares none)", 0, OPT_NONE, d_elastic),
     [F_GOAL_DISTANCE] = FIELD("/diagnostics/goal_distance", T_F64, SHAPE_SCALAR, ROWS_ONE, "kg m^2", "sum_c sum_i w_ic m_i |x_i - g_ic|^2, the mass-weighted squared distance "
                           "to the goals (what the papers minimise; logs written before elastic_energy was in J held this under that name)", 0, OPT_NONE, d_goal_distance),
-    [F_WORK_EXTERNAL] = FIELD("/diagnostics/work_external", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "work done so far from outside: by the forces without a potential (compress, twist, drag), "
-                          "sum over steps of h sum_i f_i . v_i, and by the colliders (the kinetic, potential and stored energy their projections changed)", 0, OPT_NONE, d_work_external),
+    [F_WORK_EXTERNAL] = FIELD("/diagnostics/work_external", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "work done so far from outside: by the forces without a potential (compress, twist, drag) and the host's, "
+                          "sum over steps of h sum_i f_i . v_i (what the colliders and contacts did is dissipated_contact's)", 0, OPT_NONE, d_work_external),
     [F_MOMENTUM] = FIELD("/diagnostics/linear_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m/s", "sum m v", 0, OPT_NONE, d_momentum),
     [F_ANGULAR] = FIELD("/diagnostics/angular_momentum", T_F64, SHAPE_VEC3, ROWS_ONE, "kg m^2/s", "sum m x cross v about the world origin", 0, OPT_NONE, d_angular),
     [F_COM_ALL] = FIELD("/diagnostics/center_of_mass", T_F64, SHAPE_VEC3, ROWS_ONE, "m", "centre of mass of all particles", 0, OPT_NONE, d_com_all),
@@ -117,12 +118,14 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                                "since the previous logged frame: the last iteration's largest position change over the step's largest displacement (projective_dynamics stops "
                                "below its tolerance; xpbd runs its fixed iterations; 0 for the explicit integrators)", 0, OPT_NONE, d_iteration_residual),
     [F_ENERGY_ERROR] = FIELD("/diagnostics/energy_error", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic + potential + elastic energy + elastic_lag - frame 0's - work_external + the dissipated_* sums: "
-                         "energy the simulation created (> 0) or lost without account (< 0)", 0, OPT_NONE, d_energy_error),
+                         "energy the simulation created (> 0) or lost without account (< 0); held over the frames in which contact acted, whose change is dissipated_contact's", 0, OPT_NONE, d_energy_error),
     [F_ELASTIC_LAG] = FIELD("/diagnostics/elastic_lag", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "(h/2) sum_i f_i . v_i of the explicit springs' forces f (0 for xpbd and projective_dynamics): "
                         "symplectic Euler conserves kinetic + potential + elastic + this to O(h^2), not the plain sum", 0, OPT_NONE, d_elastic_lag),
     [F_DISSIPATED_DAMPING] = FIELD("/diagnostics/dissipated_damping", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's damping removed so far (Mueller et al. 2007 Sec 3.5)", 0, OPT_NONE, d_dissipated_damping),
     [F_DISSIPATED_VISCOSITY] = FIELD("/diagnostics/dissipated_viscosity", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's viscosity removed so far", 0, OPT_NONE, d_dissipated_viscosity),
     [F_DISSIPATED_PLASTIC] = FIELD("/diagnostics/dissipated_plastic", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy the plastic flow released so far, at the positions of each step", 0, OPT_NONE, d_dissipated_plastic),
+    [F_DISSIPATED_CONTACT] = FIELD("/diagnostics/dissipated_contact", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "what contact took from the bodies so far (< 0: gave them, as a moving collider does): "
+                               "the energy budget's change over the logged frames in which a collider or the contacts moved a particle, the integrator's own error of those frames included", 0, OPT_NONE, d_dissipated_contact),
     [F_RECLUSTER_ENERGY] = FIELD("/diagnostics/recluster_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy reclustering's fades, additions and removals added so far (< 0: released), "
                              "at the positions of each step; part of energy_error, not of the dissipated sums", 0, OPT_NONE, d_recluster_energy),
     [F_CONTACT_PAIRS] = FIELD("/diagnostics/contact_pairs", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "pairs the contact broad phase listed in the frame's last step: of particles within twice the contact distance, or (cluster_proxies) of a particle and a cluster whose proxy it nears", 0, OPT_CONTACT, d_contact_pairs),

@@ -7,12 +7,14 @@ The energy change minus the work given, E - E0 - W (E = kinetic + potential + el
 elastic_lag, W = /diagnostics/work_external), is split into what each stage of the step moved
 (J, at the last frame, or at the frame nearest --at):
 
-  dynamics    energy_error - recluster_energy: the springs, the prediction, the volume terms and
-              the colliders (what the integrator creates, > 0, or loses without account, < 0)
+  dynamics    energy_error - recluster_energy: the springs, the prediction and the volume terms
+              (what the integrator creates, > 0, or loses without account, < 0)
   plastic     -dissipated_plastic: what the flow released
   recluster   recluster_energy: what reclustering's weight changes stored
   viscosity   -dissipated_viscosity
   damping     -dissipated_damping
+  contact     -dissipated_contact: the change over the frames in which a collider or the contacts
+              acted (what contact gave, > 0, as a press does, or took, < 0)
 
 The columns add up to E - E0 - W. `worst` is the largest energy_error up to that frame as a
 fraction of the energy given, the most work plus E0 when E0 > 0 (a drop's height above the
@@ -45,11 +47,13 @@ def row(path, at):
         cells = [path.split("/")[-1], str(f.attrs.get("status", "?")).split(":")[0], f"{t[i]:.2f}", f"{W[i]:.4g}", f"{change[i]:+.4g}"]
         err = series(d, "energy_error")
         if err is None:
-            cells += ["—"] * 5 + [f"{100 * float(np.max(change[: i + 1])) / given:+.2f} %"]
+            cells += ["—"] * 6 + [f"{100 * float(np.max(change[: i + 1])) / given:+.2f} %"]
             return cells
         recl = series(d, "recluster_energy")
         recl = np.zeros_like(err) if recl is None else recl
-        stages = [err[i] - recl[i], -d["dissipated_plastic"][i], recl[i], -d["dissipated_viscosity"][i], -d["dissipated_damping"][i]]
+        contact = series(d, "dissipated_contact")
+        stages = [err[i] - recl[i], -d["dissipated_plastic"][i], recl[i], -d["dissipated_viscosity"][i],
+                  -d["dissipated_damping"][i], 0.0 if contact is None else -contact[i]]
         cells += [f"{s:+.4g}" for s in stages] + [f"{100 * float(err[: i + 1].max()) / given:+.2f} %"]
         return cells
 
@@ -59,7 +63,7 @@ def main():
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--at", type=float, help="the frame nearest this time, not the last")
     a = ap.parse_args()
-    head = ["log", "status", "t (s)", "W (J)", "E - E0 - W", "dynamics", "plastic", "recluster", "viscosity", "damping", "worst"]
+    head = ["log", "status", "t (s)", "W (J)", "E - E0 - W", "dynamics", "plastic", "recluster", "viscosity", "damping", "contact", "worst"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for path in a.logs:

@@ -87,28 +87,35 @@ static void print_energy(hid_t f)
 {
     static const char *const names[] = {"/diagnostics/energy_error", "/diagnostics/kinetic_energy",
                                         "/diagnostics/elastic_energy", "/diagnostics/elastic_lag",
-                                        "/diagnostics/work_external"};
-    double *v[5] = {NULL};
+                                        "/diagnostics/work_external", "/diagnostics/dissipated_contact"};
+    double *v[6] = {NULL};
     int64_t T = -1, ok = 1;
     for (int k = 0; k < 5; k++) {
         int64_t n = csm_h5_read_all(f, names[k], H5T_NATIVE_DOUBLE, (void **)&v[k]);
         ok &= n > 0 && (T < 0 || n == T);
         T = n;
     }
+    int contact = ok && H5Lexists(f, names[5], H5P_DEFAULT) > 0 &&
+                  csm_h5_read_all(f, names[5], H5T_NATIVE_DOUBLE, (void **)&v[5]) == T; /* older logs: none */
     if (ok) {
-        double held = 0, work = 0, hi = 0, lo = 0;
+        double held = 0, work = 0, gave = 0, hi = 0, lo = 0;
         for (int64_t t = 0; t < T; t++) {
             held = fmax(held, v[1][t] + v[2][t] + v[3][t]);
             work = fmax(work, fabs(v[4][t]));
+            if (contact) gave = fmax(gave, -v[5][t]);
             hi = fmax(hi, v[0][t]);
             lo = fmin(lo, v[0][t]);
         }
-        double given = held + work;
+        double given = held + work + gave;
         if (given > 0 && isfinite(given))
             printf("  %-14s energy_error at most %+.3g %% created, %+.3g %% lost without account, of %.4g J given\n",
                    "energy budget", 100 * hi / given, 100 * lo / given, given);
+        if (contact && v[5][T - 1] != 0)
+            printf("  %-14s contact %s %.4g J %s the bodies (/diagnostics/dissipated_contact: the budget of the frames "
+                   "with contact)\n", "", v[5][T - 1] > 0 ? "took" : "gave", fabs(v[5][T - 1]),
+                   v[5][T - 1] > 0 ? "from" : "to");
     }
-    for (int k = 0; k < 5; k++) free(v[k]);
+    for (int k = 0; k < 6; k++) free(v[k]);
     double *moved = NULL;
     int64_t n = csm_h5_read_all(f, "/diagnostics/recluster_energy", H5T_NATIVE_DOUBLE, (void **)&moved);
     if (n > 0 && moved[n - 1] != 0)
