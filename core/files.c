@@ -55,7 +55,9 @@ int csm_read_file(const char *path, const char *what, size_t limit, char **text,
 int csm_find_beside(const char *path, const char *src, char *out, size_t size)
 {
     snprintf(out, size, "%s", path);
-    if (path[0] == '/' || access(out, F_OK) == 0) return 0;
+    if (access(out, F_OK) == 0) return 0;
+    if (errno != ENOENT && errno != ENOTDIR) return errno;
+    if (path[0] == '/') return 0;
     char dir[4096];
     const char *slash = src ? strrchr(src, '/') : NULL;
     if (src && strcmp(src, "--set") != 0 && slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - src), src);
@@ -63,6 +65,7 @@ int csm_find_beside(const char *path, const char *src, char *out, size_t size)
     for (int up = 0; up < 16; up++) {
         int len = snprintf(out, size, "%s/%s", dir, path);
         if (len > 0 && (size_t)len < size && access(out, F_OK) == 0) return 0;
+        if (len > 0 && (size_t)len < size && errno != ENOENT && errno != ENOTDIR) return errno;
         size_t dlen = strlen(dir);
         if (dlen + 4 > sizeof dir) break;
         memcpy(dir + dlen, "/..", 4);
@@ -74,6 +77,9 @@ int csm_find_beside(const char *path, const char *src, char *out, size_t size)
 int csm_make_dirs(const char *dir, csm_error *err)
 {
     char buf[4096];
+    if (strlen(dir) >= sizeof buf) /* refused before any folder is made */
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%.200s...: the path is %zu bytes long, more than %zu", dir,
+                        strlen(dir), sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", dir);
     for (char *p = buf + 1;; p++) {
         if (*p != '/' && *p) continue;
@@ -91,6 +97,9 @@ int csm_make_dirs(const char *dir, csm_error *err)
 int csm_make_parent(const char *path, csm_error *err)
 {
     char buf[4096];
+    if (strlen(path) >= sizeof buf) /* refused before any folder is made */
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%.200s...: the path is %zu bytes long, more than %zu", path,
+                        strlen(path), sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", path);
     char *slash = strrchr(buf, '/');
     if (!slash || slash == buf) return 0;

@@ -20,7 +20,9 @@ int csm_read_file(const char *path, const char *what, size_t limit, char **text,
 /* Where a file a config names is: an absolute path as it is; a relative one tried from the
    current folder, then from the folder of `src` (the config, or "--set": none) and each folder
    above it, so that a config in experiments/configs/ finds data/meshes/ from anywhere. Writes
-   the path found (or `path` itself) to out; returns 0 when found, -1 when not. */
+   the path found (or `path` itself) to out; returns 0 when found, -1 when not, and errno where a
+   candidate is there but cannot be reached (a loop of symbolic links, a folder without access:
+   out names it). */
 int csm_find_beside(const char *path, const char *src, char *out, size_t size);
 
 /* mkdir -p: dir and every missing folder above it. */

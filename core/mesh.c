@@ -264,6 +264,8 @@ static int parse_owned(csm_mesh *m, const char *path, char *text, size_t len, cs
     int rc;
     if (!first)
         rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: empty mesh file", path, r.line > 0 ? r.line : 1);
+    else if (strncmp(first, "ply", 3) == 0 && (!first[3] || isspace((unsigned char)first[3])))
+        rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s:%d: a PLY file; meshes are read from OFF or OBJ text", path, r.line);
     else if (has_suffix(path, ".off") || (!has_suffix(path, ".obj") && strstr(first, "OFF") && first[0] != 'v'))
         rc = read_off(&r, first, &v, &tri, err);
     else
@@ -385,7 +387,9 @@ int csm_mesh_open(csm_mesh *m, const char *path, const char *src, const char *wh
 {
     char found[4096];
     memset(m, 0, sizeof *m);
-    if (csm_find_beside(path, src, found, sizeof found))
+    int why = csm_find_beside(path, src, found, sizeof found);
+    if (why > 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: mesh %s: %s", where, found, strerror(why));
+    if (why)
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: no mesh '%s' here or in the config's folder or above it%s", where,
                         path, strncmp(path, "data/meshes/", 12) == 0 ? "; data/fetch_meshes.sh fetches it" : "");
     if (csm_mesh_load(m, found, err)) return -1;

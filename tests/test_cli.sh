@@ -123,4 +123,20 @@ check "docs/parameters.md is current (make reference)" "$root/experiments/refere
 expect 0 "^\| \`gamma\` \| real \| \`0.2\` \| \[0, 1e\+06\] \|" -- "$csm" list --markdown
 expect 2 "usage: csm list \[--markdown\]" -- "$csm" list --json
 
+# messages that lost their reason: a loop of symbolic links, a PLY mesh, a path that is not
+# UTF-8 (it was blamed on "--set #2"), and a path too long (it made 2,047 folders first)
+msg=$(mktemp -d)
+ln -s b.off "$msg/a.off" && ln -s a.off "$msg/b.off"
+printf 'name: m\nobjects:\n  - shape: {type: mesh, path: a.off}\n' >"$msg/loop.yaml"
+expect 2 "loop.yaml:3: objects\[0\].shape.path: mesh .*a.off: Too many levels of symbolic links" -- "$csm" run "$msg/loop.yaml" -o "$msg/l.h5"
+printf 'ply\nformat ascii 1.0\nelement vertex 3\nend_header\n0 0 0\n1 0 0\n0 1 0\n' >"$msg/m.ply"
+printf 'name: m\nobjects:\n  - shape: {type: mesh, path: m.ply}\n' >"$msg/ply.yaml"
+expect 2 "m.ply:1: a PLY file; meshes are read from OFF or OBJ text" -- "$csm" run "$msg/ply.yaml" -o "$msg/p.h5"
+printf 'name: c\nobjects:\n  - shape: {type: box, size: [0.2, 0.2, 0.2]}\n    sampling: {spacing: 0.1}\n' >"$msg/c.yaml"
+expect 2 "^csm: -o: the path is not UTF-8 text \(byte 0xff\)" -- "$csm" run "$msg/c.yaml" -o "$msg/$(printf 'bad\377').h5" --frames 1
+deep="$msg/deep/$(printf 'a/%.0s' $(seq 3000))x.h5"
+expect 2 "the path is 60[0-9][0-9] bytes long, more than 4095" -- "$csm" run "$msg/c.yaml" -o "$deep" --frames 1
+check "... and no folder made" [ ! -e "$msg/deep" ]
+rm -rf "$msg"
+
 finish

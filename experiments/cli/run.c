@@ -5,6 +5,7 @@
 #include "simulation.h"
 
 #include "config.h"
+#include "config_tree.h"
 #include "kernel.h"
 #include "log.h"
 #include "sim.h"
@@ -172,7 +173,14 @@ int csm_cmd_run(int argc, char **argv)
     }
     /* -o is the config's output.path; a resumed log stays where it is now, whatever path its
        config named */
-    char *outset = NULL;
+    char *outset = NULL, why[128];
+    if (a.out && csm_text_check((const unsigned char *)a.out, strlen(a.out), why, sizeof why)) {
+        char *semi = strchr(why, ';');
+        if (semi) *semi = '\0';
+        fprintf(stderr, "csm: -o: the path is %s; the log stores it in its config, which is text\n", why);
+        csm_args_free(&a.args);
+        return CSM_EXIT_BAD_INPUT;
+    }
     if (a.out || a.resume) a.sets[a.nsets++] = outset = out_override(a.resume ? a.resume : a.out);
     csm_options opt = {.size = sizeof opt, .log = a.resume, .log_config = 1, .force = a.force,
                        .resume = a.resume != NULL, .threads = a.threads};
