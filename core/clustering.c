@@ -91,6 +91,124 @@ void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t co
     free(n);
 }
 
+static int32_t piece_of(int32_t *parent, int32_t c)
+{
+    while (parent[c] != c) c = parent[c] = parent[parent[c]];
+    return c;
+}
+
+/* The pieces of clusters [k0, k): parent[c - k0] for union-find, and owner[i] the first cluster
+   (absolute index) holding particle first + i (-1: none). */
+static void builder_pieces(const csm_cluster_builder *b, int32_t k0, int32_t first, int32_t count, int32_t *parent,
+                           int32_t *owner)
+{
+    for (int32_t c = k0; c < b->k; c++) parent[c - k0] = c - k0;
+    for (int32_t i = 0; i < count; i++) owner[i] = -1;
+    for (int32_t c = k0; c < b->k; c++)
+        for (int32_t j = b->offset[c]; j < b->offset[c + 1]; j++) {
+            int32_t i = b->member[j] - first;
+            if (owner[i] < 0) {
+                owner[i] = c;
+                continue;
+            }
+            int32_t x = piece_of(parent, owner[i] - k0), y = piece_of(parent, c - k0);
+            if (x != y) parent[x] = y;
+        }
+}
+
+int csm_builder_connect(csm_cluster_builder *b, int32_t k0, const double *rest, int32_t first, int32_t count,
+                        int32_t *piece_clusters, int32_t *piece_particles)
+{
+    int32_t nk = b->k - k0, joined = 0;
+    if (nk < 2) return 0;
+    int32_t *parent = malloc(sizeof *parent * (size_t)nk), *owner = malloc(sizeof *owner * (size_t)count);
+    int32_t *size = calloc((size_t)nk, sizeof *size);
+    if (!parent || !owner || !size) CSM_OUT_OF_MEMORY();
+    *piece_clusters = *piece_particles = 0;
+    for (;;) {
+        builder_pieces(b, k0, first, count, parent, owner);
+        memset(size, 0, sizeof *size * (size_t)nk);
+        for (int32_t i = 0; i < count; i++)
+            if (owner[i] >= 0) size[piece_of(parent, owner[i] - k0)]++;
+        int32_t big = -1, small = -1;
+        for (int32_t c = 0; c < nk; c++)
+            if (piece_of(parent, c) == c && (big < 0 || size[c] > size[big])) big = c;
+        for (int32_t c = 0; c < nk; c++)
+            if (piece_of(parent, c) == c && c != big && (small < 0 || size[c] < size[small])) small = c;
+        if (small < 0) break; /* one body */
+        /* the piece's particle p nearest to a particle outside it */
+        int32_t p = -1, q = -1;
+        double best = INFINITY;
+        for (int32_t i = 0; i < count; i++) {
+            if (owner[i] < 0 || piece_of(parent, owner[i] - k0) != small) continue;
+            for (int32_t o = 0; o < count; o++) {
+                if (owner[o] < 0 || piece_of(parent, owner[o] - k0) == small) continue;
+                const double *a = &rest[3 * (size_t)(first + i)], *z = &rest[3 * (size_t)(first + o)];
+                double d2 = (a[0] - z[0]) * (a[0] - z[0]) + (a[1] - z[1]) * (a[1] - z[1]) + (a[2] - z[2]) * (a[2] - z[2]);
+                if (d2 < best) best = d2, p = i, q = o;
+            }
+        }
+        if (p < 0 || q < 0) break;
+        if (!joined || size[small] < *piece_particles) {
+            *piece_particles = size[small];
+            *piece_clusters = 0;
+            for (int32_t c = 0; c < nk; c++) *piece_clusters += piece_of(parent, c) == small;
+        }
+        /* the CSM_JOIN particles outside the piece nearest to p join p's cluster */
+        int32_t c = owner[p], add[CSM_JOIN], nadd = 0;
+        double dist[CSM_JOIN];
+        const double *a = &rest[3 * (size_t)(first + p)];
+        for (int32_t o = 0; o < count; o++) {
+            if (owner[o] < 0 || piece_of(parent, owner[o] - k0) == small) continue;
+            const double *z = &rest[3 * (size_t)(first + o)];
+            double d2 = (a[0] - z[0]) * (a[0] - z[0]) + (a[1] - z[1]) * (a[1] - z[1]) + (a[2] - z[2]) * (a[2] - z[2]);
+            int32_t at = nadd < CSM_JOIN ? nadd++ : CSM_JOIN;
+            if (at == CSM_JOIN && !(d2 < dist[CSM_JOIN - 1])) continue;
+            if (at == CSM_JOIN) at = CSM_JOIN - 1;
+            while (at > 0 && dist[at - 1] > d2) { /* insertion, nearest first */
+                dist[at] = dist[at - 1];
+                add[at] = add[at - 1];
+                at--;
+            }
+            dist[at] = d2;
+            add[at] = first + o;
+        }
+        /* their memberships: the mean of each one's weights, all of them scaled to keep the sum */
+        for (int32_t t = 0; t < nadd; t++) {
+            double sum = 0;
+            int32_t n = 0;
+            for (int32_t j = b->offset[k0]; j < b->m; j++)
+                if (b->member[j] == add[t]) sum += b->weight[j], n++;
+            double w = n ? sum / n : 1.0, keep = n ? sum / (sum + w) : 1.0;
+            for (int32_t j = b->offset[k0]; j < b->m; j++)
+                if (b->member[j] == add[t]) b->weight[j] *= keep;
+            /* insert into cluster c: shift the memberships after it by one */
+            int32_t at = b->offset[c + 1]; /* before the room is made: c may be the last cluster */
+            csm_builder_add(b, add[t], 0.0); /* room at the end */
+            memmove(&b->member[at + 1], &b->member[at], sizeof *b->member * (size_t)(b->m - 1 - at));
+            memmove(&b->weight[at + 1], &b->weight[at], sizeof *b->weight * (size_t)(b->m - 1 - at));
+            b->member[at] = add[t];
+            b->weight[at] = w * keep;
+            for (int32_t e = c + 1; e <= b->k; e++) b->offset[e]++;
+            b->offset[b->k] = b->m;
+        }
+        /* keep cluster c's members sorted */
+        int32_t lo = b->offset[c], hi = b->offset[c + 1];
+        for (int32_t j = lo + 1; j < hi; j++)
+            for (int32_t i = j; i > lo && b->member[i - 1] > b->member[i]; i--) {
+                int32_t tm = b->member[i];
+                double tw = b->weight[i];
+                b->member[i] = b->member[i - 1], b->weight[i] = b->weight[i - 1];
+                b->member[i - 1] = tm, b->weight[i - 1] = tw;
+            }
+        joined++;
+    }
+    free(parent);
+    free(owner);
+    free(size);
+    return joined;
+}
+
 int csm_clusters_from_builder(csm_clusters *c, const csm_cluster_builder *b, const csm_particles *p)
 {
     if (csm_clusters_alloc(c, b->k, b->m, p->n)) return -1;

@@ -22,6 +22,17 @@ void csm_builder_add(csm_cluster_builder *b, int32_t particle, double weight);
 void csm_builder_end(csm_cluster_builder *b);
 /* w_ic = 1 / n_i for the memberships of particles [first, first + count). */
 void csm_builder_equal_weights(csm_cluster_builder *b, int32_t first, int32_t count);
+/* Make one body of an object's clusters [k0, b->k), over its particles [first, first + count)
+   at rest positions `rest` (3 per particle, of all particles): where the clusters fall into
+   pieces that share no particle (the cluster-particle graph is not connected, and a piece would
+   fly off on its own), the cluster of each smaller piece's particle nearest to the rest of the
+   object gains the CSM_JOIN particles nearest to it from outside the piece, until one piece
+   is left. Each added membership weighs the mean of its particle's other weights, and that
+   particle's weights are scaled to keep their sum (1 / n_i stays 1 / n_i). Returns the pieces
+   joined (0: it was one body), and writes the smallest joined piece's clusters and particles. */
+enum { CSM_JOIN = 4 };
+int csm_builder_connect(csm_cluster_builder *b, int32_t k0, const double *rest, int32_t first, int32_t count,
+                        int32_t *piece_clusters, int32_t *piece_particles);
 
 /* Turn a builder into clusters over particles p; returns the number of degenerate clusters
    (A_rr of rank < 3) or -1 when out of memory. */

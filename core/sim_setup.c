@@ -255,8 +255,12 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     csm_builder_init(&b);
     for (int k = 0; k < cfg->nobjects && !rc; k++) {
         const csm_plugin_cfg *pc = cfg->objects[k].own_clustering ? &cfg->objects[k].clustering : &cfg->clustering;
-        rc = ((const csm_clustering *)pc->plugin)->build(pc, &w->P, w->object_first[k],
-                                                         w->object_first[k + 1] - w->object_first[k], cfg->seed, &b, err);
+        int32_t k0 = b.k, first = w->object_first[k], count = w->object_first[k + 1] - first;
+        rc = ((const csm_clustering *)pc->plugin)->build(pc, &w->P, first, count, cfg->seed, &b, err);
+        /* one body per object: pieces of clusters that share no particle are joined */
+        int32_t pk = 0, pn = 0, joined = rc ? 0 : csm_builder_connect(&b, k0, w->P.rest, first, count, &pk, &pn);
+        if (joined && !w->joined_pieces) w->joined_object = k, w->joined_clusters = pk, w->joined_particles = pn;
+        w->joined_pieces += joined;
     }
     if (!rc) {
         int degenerate = csm_clusters_from_builder(&w->C, &b, &w->P);

@@ -303,6 +303,9 @@ typedef struct csm_world {
     double spring_alpha, spring_modulus;
     int spring_capped;
     int32_t degenerate_clusters; /* A_rr of rank < 3, inverted with the pseudo-inverse */
+    /* pieces of an object's clustering that shared no particle with the rest, joined
+       (csm_builder_connect), and the first such object's smallest piece */
+    int32_t joined_pieces, joined_object, joined_clusters, joined_particles;
     csm_report *report;          /* the simulation's report; NULL in a world made without one */
     /* The position constraints the integrators project inside their iterations: the colliders
        and the contacts between particles (csm_world_project). The simulation owns them; NULL in a

@@ -343,7 +343,7 @@ static void body_restitution(csm_world *w, const collider *c, double h)
    response. The projections take each pushed particle's slip back up to mu times its pushes, but
    the iterations stop short of converged, and a body at rest on a slope keeps a little of each
    step's slip: it crept at a steady speed below the friction angle (a cube at mu = 0.5 on a 26
-   degree plane, 2.6 mm/s at 20 iterations), since nothing measured the slip from where it stuck.
+   degree plane, 2.9 mm/s at 20 iterations), since nothing measured the slip from where it stuck.
    So each object is also held as a rigid body, by Coulomb's law on its total (Baraff 1997's
    contact impulse, as body_restitution): its contact region (the particles pushed this step, mass
    m_c, centre x_c) slipped s over the step on the mean, relative to the surface. The impulse J at

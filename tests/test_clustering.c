@@ -305,6 +305,59 @@ static void test_per_particle_regions(void **state)
     run_stop(&b);
 }
 
+/* Whether the clusters of a world are one body: the graph of clusters that share a particle is
+   connected (a breadth-first walk from cluster 0 reaches every cluster). */
+static int one_body(const csm_world *w)
+{
+    const csm_clusters *C = &w->C;
+    unsigned char *seen = calloc((size_t)C->k, 1);
+    int32_t *queue = malloc(sizeof *queue * (size_t)C->k), head = 0, tail = 0;
+    assert_non_null(seen);
+    assert_non_null(queue);
+    seen[0] = 1;
+    queue[tail++] = 0;
+    while (head < tail) {
+        int32_t c = queue[head++];
+        for (int32_t j = C->offset[c]; j < C->offset[c + 1]; j++) {
+            int32_t i = C->member[j];
+            for (int32_t q = C->poff[i]; q < C->poff[i + 1]; q++) {
+                int32_t d = C->mcluster[C->pmember[q]];
+                if (!seen[d]) seen[d] = 1, queue[tail++] = d;
+            }
+        }
+    }
+    free(seen);
+    free(queue);
+    return tail == C->k;
+}
+
+/* Bodies hold together: a clustering whose pieces share no particle is joined into one body
+   (csm_builder_connect). Clusters of radius 0.05 on a grid of spacing 0.1 hold one particle
+   each, 693 pieces: they are joined in 330 joins (each brings four pieces in), and every
+   particle's weights stay 1 / n_i. A radius that overlaps is left as it was. */
+static void test_clusters_make_one_body(void **state)
+{
+    (void)state;
+    const char *apart[] = {"clustering={method: random_radius, radius: 0.05}"};
+    run b;
+    build(&b, apart, 1);
+    const csm_world *w = &b.sim.w;
+    const csm_clusters *C = &w->C;
+    printf("radius 0.05: %d pieces joined, %d clusters, %d memberships\n", w->joined_pieces, C->k, C->m);
+    assert_true(w->joined_pieces > 0);
+    assert_true(one_body(w));
+    check_partition(w);
+    for (int32_t i = 0; i < w->P.n; i++)
+        for (int32_t q = C->poff[i]; q < C->poff[i + 1]; q++)
+            assert_close(C->weight[C->pmember[q]], 1.0 / (C->poff[i + 1] - C->poff[i]), 1e-15);
+    run_stop(&b);
+    const char *overlap[] = {"clustering={method: random_radius, radius: 0.25}"};
+    build(&b, overlap, 1);
+    assert_int_equal(b.sim.w.joined_pieces, 0);
+    assert_true(one_body(&b.sim.w));
+    run_stop(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_fuzzy_cmeans_iterate_is_repeated_update),
         cmocka_unit_test(test_fuzzy_cmeans_lanes_match_definition),
         cmocka_unit_test(test_per_particle_regions),
+        cmocka_unit_test(test_clusters_make_one_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,14 @@ sweep:
   solver.rotation: [polar_apq, polar_f]
 EOF
 
+# csm check builds every run of a sweep and gives each its notes (it checked the base run only): a
+# modulus too stiff for the step at the most clusters is named in that run
+"$csm" check tiny.yaml --set solver.modulus=30 >/dev/null 2>check.txt
+check "csm check names the sweep's 6 runs" [ "$(grep -c '^csm: sweep run [0-5] (clustering.count=' check.txt)" -eq 6 ]
+check "... and the two runs whose clusters are clamped, the 8-cluster ones" sh -c '[ "$(grep -c "clusters are clamped to 1" "$1")" -eq 2 ] && grep -A1 "^csm: sweep run 4 (clustering.count=8 solver.rotation=polar_apq)" "$1" | grep -q "6 of 8 clusters are clamped"' sh check.txt
+printf 'name: bad\nobjects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {type: grid, spacing: 0.25}\nclustering: {method: fuzzy_cmeans, count: 4}\nsweep:\n  clustering.count: [2, 1000]\n' >bad_sweep.yaml
+expect 2 "sweep run 1 \(clustering.count=1000\): bad_sweep.yaml:5: fuzzy_cmeans: count = 1000, but an object has only 125 particles" -- "$csm" check bad_sweep.yaml
+
 # expansion: the product, first key slowest, every run named by a distinct hash
 "$csm" sweep tiny.yaml --list >list.txt 2>/dev/null
 check "3 x 2 values give 6 runs" [ "$(wc -l <list.txt)" -eq 6 ]

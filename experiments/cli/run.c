@@ -5,10 +5,12 @@
 #include "simulation.h"
 
 #include "config.h"
+#include "clustering.h"
 #include "config_tree.h"
 #include "kernel.h"
 #include "log.h"
 #include "sim.h"
+#include "sweep.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -81,6 +83,16 @@ static char *out_override(const char *out)
     }
     snprintf(s + n, len - n, "\"");
     return s;
+}
+
+/* The pieces of a clustering that shared no particle with the rest of their object, joined. */
+static void report_joined(const csm_world *w)
+{
+    if (w->joined_pieces > 0)
+        fprintf(stderr, "csm: note: the clustering left %d piece%s of an object sharing no particle with the rest (object "
+                        "%d: %d cluster%s of %d particles); each was joined by the %d particles nearest to it\n",
+                w->joined_pieces, w->joined_pieces == 1 ? "" : "s", w->joined_object, w->joined_clusters,
+                w->joined_clusters == 1 ? "" : "s", w->joined_particles, CSM_JOIN);
 }
 
 /* With solver.modulus: the gains alpha_c = h^2 k_c the clusters of an explicit integrator start
@@ -199,6 +211,7 @@ int csm_cmd_run(int argc, char **argv)
     if (cfg->nsweep > 0 && !a.resume)
         fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
                 a.config);
+    if (!a.resume) report_joined(&sim->w);
     if (sim->w.degenerate_clusters > 0 && !a.resume)
         fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
                         "inverted with a pseudo-inverse\n", sim->w.degenerate_clusters, sim->w.C.k);
@@ -273,6 +286,58 @@ int csm_cmd_run(int argc, char **argv)
     return status;
 }
 
+/* csm check on a config with a sweep: every run's config resolved and its scene built (a sample
+   of CHECK_SWEEP_MOST, evenly spaced, where there are more), each with its notes: a setting that
+   only one run has (the most clusters at the fewest substeps) is checked where it is. Returns
+   the exit status of the first run that fails, 0 when all hold. */
+enum { CHECK_SWEEP_MOST = 64 };
+
+static int check_sweep(const run_args *a, const csm_config *base)
+{
+    sweep s;
+    memset(&s, 0, sizeof s);
+    s.a.config = a->config;
+    s.a.sets = (const char **)a->sets;
+    s.a.nsets = a->nsets;
+    s.a.max_runs = CSM_SWEEP_MAX_RUNS;
+    s.base = *base;
+    csm_error err = {{0}, 0};
+    int rc = 0;
+    if (sweep_plan(&s, &err)) {
+        fprintf(stderr, "csm: %s\n", err.msg);
+        rc = err.code ? err.code : 2;
+    }
+    int step = s.nruns > CHECK_SWEEP_MOST ? (s.nruns + CHECK_SWEEP_MOST - 1) / CHECK_SWEEP_MOST : 1;
+    if (!rc && step > 1)
+        fprintf(stderr, "csm: note: checking every %d%s of the sweep's %d runs\n", step, step == 2 ? "nd" : step == 3 ? "rd" : "th",
+                s.nruns);
+    for (int i = 0; i < s.nruns && !rc; i += step) {
+        int no;
+        char **o = sweep_run_overrides(&s, &s.runs[i], &no), what[1024];
+        sweep_describe(&s, &s.runs[i], what, sizeof what);
+        csm_config cfg;
+        csm_sim sim;
+        if (csm_config_load(a->config, (const char *const *)o, no, &cfg, &err) == 0) {
+            if (csm_sim_create(&cfg, &sim, &err) == 0) {
+                fprintf(stderr, "csm: sweep run %d (%s): %d particles, %d clusters\n", i, what, sim.w.P.n, sim.w.C.k);
+                report_gains(&cfg, &sim, 0);
+                report_joined(&sim.w);
+                csm_sim_destroy(&sim);
+            } else {
+                rc = err.code ? err.code : 1;
+            }
+            csm_config_free(&cfg);
+        } else {
+            rc = err.code ? err.code : 2;
+        }
+        if (rc) fprintf(stderr, "csm: sweep run %d (%s): %s\n", i, what, err.msg);
+        sweep_free_strings(o, no);
+    }
+    for (int i = 0; i < s.nruns; i++) free(s.runs[i].pick);
+    free(s.runs);
+    return rc;
+}
+
 int csm_cmd_check(int argc, char **argv)
 {
     run_args a;
@@ -284,8 +349,8 @@ int csm_cmd_check(int argc, char **argv)
     csm_error err = {{0}, 0};
     csm_config cfg;
     int rc = csm_config_load(a.config, a.sets, a.nsets, &cfg, &err);
-    csm_args_free(&a.args);
     if (rc) {
+        csm_args_free(&a.args);
         fprintf(stderr, "csm: %s\n", err.msg);
         return err.code ? err.code : 2;
     }
@@ -294,6 +359,7 @@ int csm_cmd_check(int argc, char **argv)
     if (csm_sim_create(&cfg, &sim, &err)) {
         fprintf(stderr, "csm: %s\n", err.msg);
         csm_config_free(&cfg);
+        csm_args_free(&a.args);
         return err.code ? err.code : 1;
     }
     fputs(cfg.resolved, stdout);
@@ -305,6 +371,14 @@ int csm_cmd_check(int argc, char **argv)
         fprintf(stderr, "; the config above is the base run\n");
     }
     report_gains(&cfg, &sim, 1);
+    report_joined(&sim.w);
+    if (cfg.nsweep > 0 && (rc = check_sweep(&a, &cfg)) != 0) {
+        csm_sim_destroy(&sim);
+        csm_config_free(&cfg);
+        csm_args_free(&a.args);
+        return rc;
+    }
+    csm_args_free(&a.args);
     fprintf(stderr, "csm: %s is valid: %d object%s, %d particle%s, %d cluster%s, %d membership%s\n", a.config,
             cfg.nobjects, cfg.nobjects == 1 ? "" : "s", sim.w.P.n, sim.w.P.n == 1 ? "" : "s", sim.w.C.k,
             sim.w.C.k == 1 ? "" : "s", sim.w.C.m, sim.w.C.m == 1 ? "" : "s");
