@@ -58,6 +58,14 @@ check "Slurm array variables select the same shard" \
     [ "$(SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 "$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1)" = "$(cat shard1.txt)" ]
 check "an array numbered from 1 counts from its minimum" \
     [ "$(SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=3 "$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1)" = "$(cat shard1.txt)" ]
+# an array with a step shards by each task's rank (--array=0-6:2: tasks 0, 2, 4, 6 are shards 0 to
+# 3 of 4; two of them exited 2 and three runs never ran); a bad index and a list are refused
+for id in 0 2 4 6; do
+    SLURM_ARRAY_TASK_ID=$id SLURM_ARRAY_TASK_COUNT=4 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_STEP=2 "$csm" sweep tiny.yaml --list 2>/dev/null | cut -f1
+done >stepped.txt
+check "a stepped array covers the 6 runs once" [ "$(sort stepped.txt)" = "$(cut -f1 list.txt | sort)" ]
+expect 2 "SLURM_ARRAY_TASK_ID=abc: not an array index" -- env SLURM_ARRAY_TASK_ID=abc SLURM_ARRAY_TASK_COUNT=4 "$csm" sweep tiny.yaml --list
+expect 2 "array task 10 is not min \+ k step of 3 tasks .*give each task --shard K/3" -- env SLURM_ARRAY_TASK_ID=10 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1 "$csm" sweep tiny.yaml --list
 "$csm" sweep tiny.yaml --list --shard 3/3 >/dev/null 2>&1
 check "--shard 3/3 is refused" [ $? -eq 2 ]
 

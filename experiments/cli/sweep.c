@@ -57,6 +57,48 @@ static int parse_shard(const char *what, const char *k, const char *n, int *sk, 
     return 0;
 }
 
+/* A Slurm array environment variable: a whole number >= 0, or `fallback` when unset. */
+static int array_var(const char *name, long fallback, long *out)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (!v) {
+        *out = fallback;
+        return fallback >= 0 ? 0 : -1;
+    }
+    errno = 0;
+    *out = strtol(v, &end, 10);
+    if (!*v || *end || errno || *out < 0) {
+        fprintf(stderr, "csm: %s=%s: not an array index\n", name, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* The shard of a Slurm array task: its rank among the array's indices, min, min + step, ...,
+   of SLURM_ARRAY_TASK_COUNT tasks (--array=0-13, 1-14, 0-26:2). A list of indices that is not
+   such a progression (--array=1,3,10) cannot be ranked from the environment: refused, with the
+   way out. */
+static int array_shard(const char *tid, sweep_args *a)
+{
+    long id, count, min, step;
+    if (array_var("SLURM_ARRAY_TASK_ID", -1, &id) || array_var("SLURM_ARRAY_TASK_COUNT", -1, &count) ||
+        array_var("SLURM_ARRAY_TASK_MIN", 0, &min) || array_var("SLURM_ARRAY_TASK_STEP", 1, &step)) {
+        if (!getenv("SLURM_ARRAY_TASK_COUNT")) fprintf(stderr, "csm: SLURM_ARRAY_TASK_ID=%s without SLURM_ARRAY_TASK_COUNT\n", tid);
+        return -1;
+    }
+    long off = id - min;
+    if (count < 1 || step < 1 || off < 0 || off % step || off / step >= count) {
+        fprintf(stderr, "csm: array task %ld is not min + k step of %ld tasks (min %ld, step %ld): an array that is a "
+                        "list of indices cannot be ranked; give each task --shard K/%ld\n", id, count, min, step, count);
+        return -1;
+    }
+    char k[32], n[32];
+    snprintf(k, sizeof k, "%ld", off / step);
+    snprintf(n, sizeof n, "%ld", count);
+    return parse_shard("the array task's rank", k, n, &a->shard_k, &a->shard_n);
+}
+
 static int parse_args(int argc, char **argv, sweep_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -101,15 +143,8 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         return -1;
     }
     if (a->frames_set[0]) a->sets[a->nsets++] = a->frames_set;
-    const char *tid = getenv("SLURM_ARRAY_TASK_ID"), *tcount = getenv("SLURM_ARRAY_TASK_COUNT");
-    if (!have_shard && tid && tcount) {
-        /* an array 1-32 numbers its tasks from SLURM_ARRAY_TASK_MIN */
-        const char *tmin = getenv("SLURM_ARRAY_TASK_MIN");
-        char k[32];
-        snprintf(k, sizeof k, "%ld", strtol(tid, NULL, 10) - (tmin ? strtol(tmin, NULL, 10) : 0));
-        if (parse_shard("SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT", k, tcount, &a->shard_k, &a->shard_n))
-            return -1;
-    }
+    const char *tid = getenv("SLURM_ARRAY_TASK_ID");
+    if (!have_shard && tid && array_shard(tid, a)) return -1;
     int c = cores();
     if (!a->jobs) a->jobs = c;
     if (!a->threads) a->threads = c / a->jobs > 1 ? c / a->jobs : 1;
