@@ -76,6 +76,10 @@ check "index has a header and 6 rows" [ "$(wc -l <out/tiny/index.csv)" -eq 7 ]
 check "index header" [ "$(head -1 out/tiny/index.csv)" = "run,clustering.count,solver.rotation,status,frames,wall_s,path" ]
 check "every run ok with 7 frames" [ "$(tail -n +2 out/tiny/index.csv | cut -d, -f4,5 | sort -u)" = "ok,7" ]
 check "no partial logs left" [ -z "$(ls out/tiny/.partial)" ]
+check "each run's printed summary names its log where it is, not under .partial/" \
+    sh -c '! grep -l "\.partial/" "$1"/*.log && grep -q "^log:     out/tiny/[0-9a-f]*\.h5$" "$1"/*.log' sh out/tiny
+expect 0 "^  6 runs: 6 ok, 0 not" -- "$csm" info out/tiny
+expect 0 "^  [0-9a-f]{12}  ok +7 frames  clustering.count=8 solver.rotation=polar_f$" -- "$csm" info out/tiny
 $py - out/tiny <<'EOF' && pass_ || fail_ "logs do not hold their swept values"
 import csv, sys, h5py
 rows = list(csv.DictReader(open(sys.argv[1] + "/index.csv")))

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int64_t read_int_attr(hid_t obj, const char *name)
 {
@@ -198,6 +199,70 @@ static void print_stiffness(hid_t f)
     free(clamped);
 }
 
+/* The next cell of a CSV line at *p (RFC 4180: a quoted cell may hold commas, and "" is a quote),
+   unquoted in place; NULL at the line's end. */
+static char *csv_cell(char **p)
+{
+    char *s = *p, *out = s, *cell = s;
+    if (!s) return NULL;
+    if (*s == '"') {
+        for (s++;; s++) {
+            if (*s == '"' && s[1] == '"') *out++ = '"', s++;
+            else if (*s == '"' || !*s) break;
+            else *out++ = *s;
+        }
+        if (*s == '"') s++;
+    } else {
+        while (*s && *s != ',') *out++ = *s++;
+    }
+    *p = *s == ',' ? s + 1 : NULL;
+    *out = '\0';
+    return cell;
+}
+
+/* A sweep's folder (csm sweep -o DIR): its index.csv as a summary, the runs by status and one
+   line per run (its id, status, frames and swept values). Returns -1 when DIR holds no index. */
+static int print_sweep(const char *dir)
+{
+    char path[4200], line[8192], head[8192];
+    snprintf(path, sizeof path, "%s/index.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    if (!fgets(head, sizeof head, f)) {
+        fclose(f);
+        return -1;
+    }
+    head[strcspn(head, "\r\n")] = '\0';
+    /* columns: run, the swept keys..., status, frames, wall_s, path */
+    char *cols[64], *at = head;
+    int ncol = 0;
+    for (char *t; ncol < 64 && (t = csv_cell(&at));) cols[ncol++] = t;
+    int status_at = -1;
+    for (int k = 0; k < ncol; k++)
+        if (!strcmp(cols[k], "status")) status_at = k;
+    if (status_at < 1) {
+        fclose(f);
+        return -1;
+    }
+    long runs = 0, ok = 0;
+    printf("%s: a sweep\n", dir);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        char *cell[64], *p = line;
+        int n = 0;
+        for (char *t; n < 64 && (t = csv_cell(&p));) cell[n++] = t;
+        if (n <= status_at + 1) continue;
+        runs++;
+        ok += !strcmp(cell[status_at], "ok");
+        printf("  %s  %-11s %6s frames ", cell[0], cell[status_at], cell[status_at + 1]);
+        for (int k = 1; k < status_at; k++) printf(" %s=%s", cols[k], cell[k]);
+        printf("\n");
+    }
+    fclose(f);
+    printf("  %ld run%s: %ld ok, %ld not (csm info %s/RUN.h5 for one)\n", runs, runs == 1 ? "" : "s", ok, runs - ok, dir);
+    return 0;
+}
+
 int csm_cmd_info(int argc, char **argv)
 {
     if (argc != 2) {
@@ -205,6 +270,8 @@ int csm_cmd_info(int argc, char **argv)
         return 2;
     }
     const char *path = argv[1];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && print_sweep(path) == 0) return 0;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (H5Fis_hdf5(path) <= 0) {
         char why[160];

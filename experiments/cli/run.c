@@ -278,8 +278,8 @@ int csm_cmd_run(int argc, char **argv)
             fprintf(stderr, "csm: log (status '%.*s'): %s\n", (int)strcspn(status_text, ":"), status_text, logpath);
     } else {
         double median = frame_median(times);
-        printf("%s: %d particles, %d clusters, %d frames, %.3f ms/frame median (mean %.3f)\n", name, n, k, ran, median,
-               ran ? 1e3 * total_time / ran : 0.0);
+        printf("%s: %d particle%s, %d cluster%s, %d frame%s, %.3f ms/frame median (mean %.3f)\n", name, n,
+               n == 1 ? "" : "s", k, k == 1 ? "" : "s", ran, ran == 1 ? "" : "s", median, ran ? 1e3 * total_time / ran : 0.0);
         printf("log:     %s\nsidecar: %s\n", logpath, xmf);
     }
     free(times);
@@ -366,7 +366,7 @@ int csm_cmd_check(int argc, char **argv)
     if (cfg.nsweep > 0) {
         long runs = 1;
         for (int k = 0; k < cfg.nsweep; k++) runs *= cfg.sweep[k].nvalues;
-        fprintf(stderr, "csm: sweep: %ld runs over", runs);
+        fprintf(stderr, "csm: sweep: %ld run%s over", runs, runs == 1 ? "" : "s");
         for (int k = 0; k < cfg.nsweep; k++) fprintf(stderr, "%s %s (%d)", k ? " x" : "", cfg.sweep[k].key, cfg.sweep[k].nvalues);
         fprintf(stderr, "; the config above is the base run\n");
     }

@@ -334,6 +334,32 @@ static void last_error_line(const char *logpath, char *buf, size_t size)
     fclose(f);
 }
 
+/* The run's printed summary (its <id>.log) names where its files are now: the lines that named
+   .partial/<id>.* name <id>.* (rewritten through a temporary file; left as it was on any error). */
+static void repoint_log(const char *logpath, const char *partial, const char *final)
+{
+    char tmp[4300], line[8192];
+    snprintf(tmp, sizeof tmp, "%s.tmp", logpath);
+    FILE *in = fopen(logpath, "r"), *out = in ? fopen(tmp, "w") : NULL;
+    if (!out) {
+        if (in) fclose(in);
+        return;
+    }
+    /* partial and final share the folder's prefix: .../.partial/<id>.h5 against .../<id>.h5 */
+    size_t plen = strlen(partial) - 3, flen = strlen(final) - 3; /* without ".h5": .xmf and .view.hdf5 too */
+    char stem[4300];
+    snprintf(stem, sizeof stem, "%.*s", (int)plen, partial);
+    int bad = 0;
+    while (fgets(line, sizeof line, in)) {
+        char *at = strstr(line, stem);
+        if (at) bad |= fprintf(out, "%.*s%.*s%s", (int)(at - line), line, (int)flen, final, at + plen) < 0;
+        else bad |= fputs(line, out) < 0;
+    }
+    fclose(in);
+    if (fclose(out) != 0 || bad) remove(tmp);
+    else rename(tmp, logpath);
+}
+
 /* A run's process ended: move its log into place, write its record. Returns 1 when it is ok. */
 static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_t size)
 {
@@ -375,6 +401,7 @@ static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_
         rename(partial, final);
         if (access(pview, F_OK) == 0) rename(pview, fview); /* before the sidecar that reads it */
         if (access(pxmf, F_OK) == 0) rename(pxmf, fxmf);
+        repoint_log(logpath, partial, final);
     }
     char rec[4200], tmp[4300];
     path_of(s, r->id, ".run", rec, sizeof rec);
