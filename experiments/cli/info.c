@@ -35,7 +35,7 @@ static herr_t print_object(hid_t obj, const char *name, const H5O_info_t *info, 
     for (int k = 0; k < rank; k++)
         snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%llu%s", (unsigned long long)dims[k],
                  k + 1 < rank ? ", " : rank == 1 ? ",)" : ")");
-    char desc[512];
+    char desc[4096];
     csm_log_string_attr(ds, "description", desc, sizeof desc);
     printf("  /%-32s %-16s %s\n", name, shape, desc);
     H5Sclose(sp);
