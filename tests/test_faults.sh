@@ -57,7 +57,7 @@ check "csm info reads a log being written" grep -q "a run is writing this log no
 "$csm" run --resume "$tmp/kill.h5" >"$tmp/live_resume.txt" 2>&1
 rc=$?
 check "a running log is not resumed (exit $rc)" [ $rc -eq 2 ]
-check "... and says why" grep -q "cannot be resumed while it runs" "$tmp/live_resume.txt"
+check "... and says why, naming the writer's pid" grep -qE "cannot be resumed while it runs \(pid [0-9]+\)" "$tmp/live_resume.txt"
 # one writer per log: a --force run onto a log being written is refused and leaves it alone
 "$csm" run "$cube" "${long[@]}" -o "$tmp/kill.h5" --force >"$tmp/force.txt" 2>&1
 rc=$?

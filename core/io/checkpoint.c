@@ -148,7 +148,18 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     hid_t probe = csm_log_open_read(path, 1, &live, note, sizeof note);
     if (probe < 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: not a readable log", path);
     H5Fclose(probe);
-    if (live) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed while it runs", path, note);
+    if (live) { /* the writer's pid, from its lock */
+        char lock_path[4200], pid[32] = "";
+        snprintf(lock_path, sizeof lock_path, "%s.lock", path);
+        FILE *f = fopen(lock_path, "r");
+        if (f) {
+            if (!fgets(pid, sizeof pid, f)) pid[0] = '\0';
+            fclose(f);
+        }
+        pid[strcspn(pid, "\n")] = '\0';
+        return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s; it cannot be resumed while it runs (pid %s)", path, note,
+                        pid[0] ? pid : "?");
+    }
     csm_log lock = {0};
     if (csm_log_lock_take(&lock, path, err)) { /* a resume or a --force run of this log elsewhere */
         csm_log_lock_drop(&lock);

@@ -13,7 +13,8 @@ static int take(const char *path, const char *subject, const char *what, int sha
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) /* where the lock cannot go, neither can what it guards */
-            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create the %s: %s", subject, what, strerror(errno));
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create the %s's lock %s: %s (its folder must be "
+                            "writable)", subject, what, path, strerror(errno));
         if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
             char pid[32] = "";
             ssize_t got = pread(fd, pid, sizeof pid - 1, 0);
