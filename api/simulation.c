@@ -71,6 +71,11 @@ static int load_config(const char *path, const char *text, const char *const *se
         char *own, *name;
         if (csm_log_read_config(opt->log, &own, &name, err)) return -1;
         int rc = csm_config_load_text(name, own, sets, nsets, cfg, err);
+        if (rc && strstr(err->msg, name) == err->msg) { /* its lines are the stored text's, not the file's */
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg + strlen(name));
+            csm_fail(err, err->code, "%s (the config it stores, from %s)%s", opt->log, name, msg);
+        }
         free(own);
         free(name);
         return rc;

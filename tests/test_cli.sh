@@ -137,6 +137,13 @@ expect 2 "^csm: -o: the path is not UTF-8 text \(byte 0xff\)" -- "$csm" run "$ms
 deep="$msg/deep/$(printf 'a/%.0s' $(seq 3000))x.h5"
 expect 2 "the path is 60[0-9][0-9] bytes long, more than 4095" -- "$csm" run "$msg/c.yaml" -o "$deep" --frames 1
 check "... and no folder made" [ ! -e "$msg/deep" ]
+# a log whose stored config no longer parses: named as the log's, without the parser's address
+"$csm" run "$msg/c.yaml" -o "$msg/bc.h5" --frames 2 >/dev/null 2>&1
+"$py" -c 'import h5py, sys
+f = h5py.File(sys.argv[1], "r+")
+f.attrs["config"] = f.attrs["config"].replace("name: c", "name: [c")' "$msg/bc.h5"
+expect 2 "^csm: .*bc.h5 \(the config it stores, from .*c.yaml\):[0-9]+:[0-9]+: error: " -- "$csm" run --resume "$msg/bc.h5" --frames 4
+check "... without <memory-@" sh -c '! "$1" run --resume "$2" --frames 4 2>&1 | grep -q "<memory-@"' sh "$csm" "$msg/bc.h5"
 rm -rf "$msg"
 
 finish

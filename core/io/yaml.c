@@ -100,6 +100,14 @@ static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_
     (void)diag;
     diag_capture *dc = user;
     if (dc->msg[0]) return; /* keep the first message */
+    /* a string's input has no name but its address, "<memory-@0x...-0x...>:": the caller names it */
+    if (len > 9 && !strncmp(buf, "<memory-@", 9)) {
+        const char *end = memchr(buf, '>', len);
+        if (end && (size_t)(end - buf) + 2 <= len && end[1] == ':') {
+            len -= (size_t)(end + 2 - buf);
+            buf = end + 2;
+        }
+    }
     size_t n = len < sizeof dc->msg - 1 ? len : sizeof dc->msg - 1;
     memcpy(dc->msg, buf, n);
     dc->msg[n] = '\0';
