@@ -400,8 +400,14 @@ int csm_mesh_open(csm_mesh *m, const char *path, const char *src, const char *wh
     }
     double lo[3], hi[3];
     csm_mesh_bounds(m, lo, hi);
-    if (!(hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2] && csm_mesh_volume(m) > 0)) {
+    int solid = hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2];
+    double box = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]), volume = csm_mesh_volume(m);
+    if (!(solid && volume > 1e-9 * box)) {
         csm_mesh_free(m);
+        if (solid) /* its faces' signed volumes cancel: parts that face opposite ways */
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the mesh's faces enclose no net volume (%.3g of its %.3g "
+                            "bounding box): parts of it face opposite ways, one of them turned inside out", found,
+                            volume, box);
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the mesh encloses no volume (it is flat or a single point)",
                         found);
     }

@@ -137,6 +137,19 @@ expect 2 "^csm: -o: the path is not UTF-8 text \(byte 0xff\)" -- "$csm" run "$ms
 deep="$msg/deep/$(printf 'a/%.0s' $(seq 3000))x.h5"
 expect 2 "the path is 60[0-9][0-9] bytes long, more than 4095" -- "$csm" run "$msg/c.yaml" -o "$deep" --frames 1
 check "... and no folder made" [ ! -e "$msg/deep" ]
+# two parts facing opposite ways enclose no net volume: said so, not "flat or a single point"
+"$py" -c 'import sys
+V, F = [], []
+for ox, flip in ((0, False), (3, True)):
+    b = len(V)
+    V += [(x + ox, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)]
+    for q in ((0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)):
+        for t in ((q[0], q[1], q[2]), (q[0], q[2], q[3])):
+            F.append(tuple(b + i for i in (t[::-1] if flip else t)))
+with open(sys.argv[1], "w") as f:
+    f.write("OFF\n%d %d 0\n" % (len(V), len(F)) + "".join("%g %g %g\n" % v for v in V) + "".join("3 %d %d %d\n" % t for t in F))' "$msg/two.off"
+printf 'name: m\nobjects:\n  - shape: {type: mesh, path: two.off}\n' >"$msg/two.yaml"
+expect 2 "two.off: the mesh's faces enclose no net volume .*parts of it face opposite ways" -- "$csm" run "$msg/two.yaml" -o "$msg/t.h5"
 # a log whose stored config no longer parses: named as the log's, without the parser's address
 "$csm" run "$msg/c.yaml" -o "$msg/bc.h5" --frames 2 >/dev/null 2>&1
 "$py" -c 'import h5py, sys
