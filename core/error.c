@@ -2,15 +2,25 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int csm_fail(csm_error *err, int code, const char *fmt, ...)
 {
     if (!err) return -1;
-    char raw[sizeof err->msg];
+    char whole[16384], raw[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    int len = vsnprintf(whole, sizeof whole, fmt, ap);
     va_end(ap);
+    /* Too long for the message (a path of thousands of bytes): its head and its tail, joined by
+       " ... ", so the reason, which comes last, is kept. */
+    size_t n = len < 0 ? 0 : (size_t)len < sizeof whole ? (size_t)len : sizeof whole - 1;
+    if (n < sizeof raw) {
+        memcpy(raw, whole, n + 1);
+    } else {
+        size_t head = sizeof raw / 4, tail = sizeof raw - head - 6;
+        snprintf(raw, sizeof raw, "%.*s ... %s", (int)head, whole, whole + n - tail);
+    }
     /* One line, whatever a quoted value holds: control characters are written as escapes. */
     size_t o = 0, cap = sizeof err->msg;
     for (const unsigned char *s = (const unsigned char *)raw; *s && o + 1 < cap; s++) {

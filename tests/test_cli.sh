@@ -137,6 +137,10 @@ expect 2 "^csm: -o: the path is not UTF-8 text \(byte 0xff\)" -- "$csm" run "$ms
 deep="$msg/deep/$(printf 'a/%.0s' $(seq 3000))x.h5"
 expect 2 "the path is 60[0-9][0-9] bytes long, more than 4095" -- "$csm" run "$msg/c.yaml" -o "$deep" --frames 1
 check "... and no folder made" [ ! -e "$msg/deep" ]
+# a message too long for its buffer keeps its head and its reason (it was cut at 1024 bytes)
+long="$msg/$(printf 'b%.0s' $(seq 200))"
+for _ in 1 2 3 4 5 6 7 8 9 10; do long="$long/$(printf 'b%.0s' $(seq 200))"; done
+expect 2 "^csm: $msg/[b/]+ \.\.\. [b/]+/x.yaml: cannot open the config: No such file or directory$" -- "$csm" run "$long/x.yaml"
 # two parts facing opposite ways enclose no net volume: said so, not "flat or a single point"
 "$py" -c 'import sys
 V, F = [], []
