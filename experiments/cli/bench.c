@@ -55,6 +55,10 @@ static const char *const pd_beam_sets[] = {"solver.conserve=angular", "solver.in
                                            "solver.modulus=1e4", "solver.iterations=5", "solver.tolerance=0",
                                            "solver.volume=coupled", NULL};
 
+/* the contact scenes under each method, against none: what contact costs */
+static const char *const contact_none_sets[] = {"solver.conserve=angular", "contact.method=none", NULL};
+static const char *const contact_proxies_sets[] = {"solver.conserve=angular", "contact.method=cluster_proxies", NULL};
+
 static const scene scenes[] = {
     {"bunny", "Bargteil-Jones 2014 bunny: 2,020 particles, 26 random-radius clusters, strain-limited, 5 iterations",
      "bunny.yaml", default_conserve, 30, 300},
@@ -80,6 +84,16 @@ static const scene scenes[] = {
     {"bunnies_10", "ten bunnies of ~500 particles falling into a box, contact between particles (3 passes), "
                    "strain-limited, 5 iterations",
      "ten_bunnies.yaml", default_conserve, 30, 120},
+    {"two_bunnies", "two bunnies of ~1,000 particles dropped onto each other, contact between particles",
+     "two_bunnies.yaml", default_conserve, 30, 240},
+    {"two_bunnies_proxies", "two_bunnies with contact by cluster proxies", "two_bunnies.yaml", contact_proxies_sets, 30,
+     240},
+    {"two_bunnies_none", "two_bunnies without contact between objects (what contact costs)", "two_bunnies.yaml",
+     contact_none_sets, 30, 240},
+    {"stack", "a stack of five 125-particle cubes, contact between particles", "stack.yaml", default_conserve, 30, 240},
+    {"stack_proxies", "the stack with contact by cluster proxies", "stack.yaml", contact_proxies_sets, 30, 240},
+    {"stack_none", "the stack without contact between objects (what contact costs)", "stack.yaml", contact_none_sets,
+     30, 240},
     {"scale_10k", "box of 10,648 grid particles, random-radius clusters of ~30 members, strain-limited", "scale.yaml",
      NULL, 10, 100},
     {"scale_100k", "box of 103,823 grid particles, random-radius clusters of ~30 members, strain-limited",
@@ -329,7 +343,7 @@ static void print_header(int csv)
         printf(",ns_per_membership_pass,setup_s,peak_mib,hash,factor_s,contact_median_ms,contact_ns_per_particle\n");
         return;
     }
-    printf("%-15s %3s %9s %8s %11s %6s %9s %9s %9s %9s %9s %17s %9s %8s %9s %8s %8s %10s %9s\n", "scene", "thr",
+    printf("%-19s %3s %9s %8s %11s %6s %9s %9s %9s %9s %9s %17s %9s %8s %9s %8s %8s %10s %9s\n", "scene", "thr",
            "particles", "clusters", "memberships", "passes", "dynamics", "plastic", "recluster", "embed", "total",
            "total p10-p90", "mean", "ns/m/p", "peak MiB", "setup s", "factor s", "contact ms", "ns/p");
 }
@@ -345,7 +359,7 @@ static void print_result(const result *r, int csv)
     } else {
         char spread[32];
         snprintf(spread, sizeof spread, "%.3f-%.3f", r->p10[4], r->p90[4]);
-        printf("%-15s %3d %9d %8d %11.0f %6g %9.3f %9.3f %9.3f %9.3f %9.3f %17s %9.3f %8.2f %9.1f %8.3f %8.4f %10.3f %9.1f\n",
+        printf("%-19s %3d %9d %8d %11.0f %6g %9.3f %9.3f %9.3f %9.3f %9.3f %17s %9.3f %8.2f %9.1f %8.3f %8.4f %10.3f %9.1f\n",
                r->name, r->threads, r->particles, r->clusters, r->memberships, r->passes, r->median[0], r->median[1],
                r->median[2], r->median[3], r->median[4], spread, r->mean[4], r->ns_per_membership, r->peak_mib,
                r->setup_s, r->factor_s, r->contact_ms, 1e6 * r->contact_ms / r->particles);
@@ -426,8 +440,8 @@ int csm_cmd_bench(int argc, char **argv)
         return 2;
     }
     if (list) {
-        for (int j = 0; j < NSCENES; j++) printf("%-15s %s\n", scenes[j].name, scenes[j].what);
-        printf("%-15s %s\n", "scale_N", "any particle count N (e.g. scale_3k, scale_300k), as scale_10k");
+        for (int j = 0; j < NSCENES; j++) printf("%-21s %s\n", scenes[j].name, scenes[j].what);
+        printf("%-21s %s\n", "scale_N", "any particle count N (e.g. scale_3k, scale_300k), as scale_10k");
         csm_args_free(&args);
         return 0;
     }
