@@ -17,8 +17,8 @@ enum { CSM_EXIT_FAILURE = 1, CSM_EXIT_BAD_INPUT = 2 };
 int csm_fail(csm_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Out of memory where the caller has no error to return: one line on stderr, "csm: out of memory
-   in WHERE", and exit status 1. exit, not abort: the HDF5 library's exit handler closes the open
-   logs, so what was written stays readable (csm info) and resumable. Use CSM_OUT_OF_MEMORY(). */
+   in WHERE", and exit status 1. exit, not abort: the HDF5 library's exit handler gets to close
+   the open logs (a log left marked open is recovered as after a kill). Use CSM_OUT_OF_MEMORY(). */
 _Noreturn void csm_out_of_memory(const char *where);
 #define CSM_OUT_OF_MEMORY() csm_out_of_memory(__func__)
 
