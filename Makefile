@@ -16,8 +16,11 @@ FIGURES := $(OUT)/bunny.md $(OUT)/spin_cube.md $(OUT)/stretch_cube.md $(OUT)/dro
            $(OUT)/convergence.md $(OUT)/scaling.md $(OUT)/rotation_study.md $(OUT)/integrators.md \
            $(OUT)/contact.md
 
-.PHONY: figures build clean-figures movies reference validation
-figures: $(FIGURES)
+.PHONY: figures figures-only disk-use build clean-figures movies reference validation
+# What the figures' logs will take is said first (experiments/disk_use.sh), then they are made.
+figures: disk-use
+	@$(MAKE) --no-print-directory figures-only
+figures-only: $(FIGURES)
 	@echo "figures in $(OUT)/:"; ls $(OUT)/*.md $(OUT)/*.png
 	@echo "disk used by $(OUT)/ (logs included; make clean-figures frees it): $$(du -sh $(OUT) | cut -f1)"
 
@@ -25,6 +28,9 @@ figures: $(FIGURES)
 # a new one is configured as ./build.sh run does, without the tests and their packages.
 build:
 	if test -f build/CMakeCache.txt; then cmake --build build -j $(JOBS); else ./build.sh build; fi
+
+disk-use: build
+	@experiments/disk_use.sh $(CSM) $(OUT)
 
 # Figures need the binary, but do not remake when only its time stamp moved.
 $(FIGURES): | build

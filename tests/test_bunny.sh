@@ -27,8 +27,9 @@ for path, label in zip(sys.argv[1:3], ["undamped", "damped"]):
     check(members[0] <= members[1] <= members[2] and abs(members[1] * k - per[1] * n) < 1e-6 * n,
           f"{label}: members per cluster {members} agree with clusters per particle {per}")
     check(per[0] >= 1, f"{label}: every particle in a cluster")
-    fc = f["/clusters/frame_cluster"][:]
-    wl = f["/clusters/width"][fc[-2]:fc[-1]]
+    vc = f["/clusters/version_clusters"][:]
+    v = f["/clusters/cluster_version"][-1]
+    wl = f["/clusters/width"][vc[v]:vc[v + 1]]
     check(np.isclose(wl.max(), width[2]) and np.isclose(wl.mean(), width[1]), f"{label}: /clusters/width matches clusters.width")
     x = f["/frames/positions"]
     low = min(x[t][:, 1].min() for t in range(x.shape[0]))

@@ -4,7 +4,10 @@
 source "$(dirname "$0")/lib.sh" "$@"
 set -e # a command that fails ends the test; the checks count and finish reports
 "$csm" run "$root/experiments/configs/drop_cube.yaml" -o "$tmp/drop.h5" >"$tmp/out.txt"
-pylog "$tmp/drop.h5" <<'PY'
+# what csm check says the log will take, against what it took
+"$csm" check "$root/experiments/configs/drop_cube.yaml" 2>"$tmp/check.txt" >/dev/null
+ESTIMATE=$(grep -o "its log: about [0-9.]* [kMG]B" "$tmp/check.txt" || true) pylog "$tmp/drop.h5" <<'PY'
+import os
 import sys
 import h5py
 import numpy as np
@@ -17,6 +20,10 @@ T = f["/frames/time"].shape[0]
 frames = int(f.attrs["frames"])
 check(f.attrs["status"] == "ok", "status ok")
 check(T == 421 and frames == 421, "421 frames (frame 0 + 420)")
+est = os.environ["ESTIMATE"].split()
+size = os.path.getsize(sys.argv[1])
+check(len(est) == 5 and abs(float(est[3]) * {"kB": 1e3, "MB": 1e6, "GB": 1e9}[est[4]] / size - 1) < 0.1,
+      f"csm check's size of the log ({os.environ['ESTIMATE']}) is within 10 % of its {size / 1e6:.1f} MB")
 check(f["/frames/positions"].shape == (T, n, 3), "positions (T, n, 3)")
 check(f["/frames/velocities"].shape == (T, n, 3), "velocities (T, n, 3)")
 check(f["/rest/mass"].shape == (n,) and f["/rest/object"].shape == (n,), "rest mass and object (n,)")
@@ -44,6 +51,12 @@ check(len(vm) - 1 < T and fo[-1] == sum(vm[v + 1] - vm[v] for v in mv),
       "memberships are written once per version (%d versions for %d frames)" % (len(vm) - 1, T))
 fc = f["/clusters/frame_cluster"][:]
 check(fc[-1] == f["/clusters/com"].shape[0] == f["/clusters/R"].shape[0], "frame_cluster indexes com and R")
+cv, vc = f["/clusters/cluster_version"][:], f["/clusters/version_clusters"][:]
+k = f["/clusters/count"][:]
+check((cv == 0).all() and list(vc) == [0, k[0]] and f["/clusters/Fp"].shape[0] == f["/clusters/id"].shape[0] == k[0],
+      "an elastic run's slow cluster state (Fp, width, id, state) is written once, not per frame")
+check(f["/checkpoint/F"].shape[0] == f["/checkpoint/q"].shape[0] == 2 * k[-1],
+      "the checkpoint's per-cluster fits are two slots, not one per frame")
 w = f["/clusters/weights"][vm[-2]:vm[-1]]
 m = f["/clusters/members"][vm[-2]:vm[-1]]
 check(np.allclose(np.bincount(m, weights=w, minlength=n), 1.0), "weights of each particle sum to 1")

@@ -15,7 +15,7 @@
 static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_error *err)
 {
     hsize_t t = lf->e.T - 1;
-    const int64_t *fo = lf->fo, *fc = lf->fc, *ms = lf->ms, *cs = lf->cs, *mo = lf->mo, *mm = lf->mm;
+    const int64_t *fo = lf->fo, *fc = lf->fc, *ms = lf->ms, *cs = lf->cs, *mo = lf->mo, *mm = lf->mm, *cv = lf->cv;
     csm_world *w = &sim->w;
     csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
@@ -24,13 +24,14 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     int64_t m = fo[1] - fo[0];
     csm_h5_read(log->ds[F_COUNT], H5T_NATIVE_INT32, t, 1, &k);
     if (k < 0 || m < 0 || m > INT32_MAX || fc[1] - fc[0] != k || cs[1] - cs[0] != k || ms[1] - ms[0] != m ||
-        mo[1] - mo[0] != k + 1 || mm[1] - mm[0] != m)
+        mo[1] - mo[0] != k + 1 || mm[1] - mm[0] != m || cv[1] - cv[0] != k)
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: frame %llu's cluster rows do not agree with each other",
                         log->path, (unsigned long long)t);
     if (csm_clusters_reserve(C, k, (int32_t)m, P->n)) return csm_fail(err, CSM_EXIT_FAILURE, "out of memory");
     C->k = k;
     C->m = (int32_t)m;
-    hsize_t hk = (hsize_t)k, hm = (hsize_t)m, rc0 = (hsize_t)cs[0], rm0 = (hsize_t)ms[0];
+    hsize_t hk = (hsize_t)k, hm = (hsize_t)m, rc0 = (hsize_t)cs[0], rm0 = (hsize_t)ms[0], cv0 = (hsize_t)cv[0];
+    hsize_t slot = t & 1; /* the slot frame t's per-cluster checkpoint was written in */
     int32_t frame = 0, version = 0;
     int rc = 0;
     rc |= csm_h5_read(log->ds[F_POSITIONS], H5T_NATIVE_DOUBLE, t, 1, P->x);
@@ -64,17 +65,21 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
         void *to;
         hsize_t start, rows;
     } parts[] = {
-        {F_COM, C->com, c0, hk}, {F_R, C->R, c0, hk}, {F_FP, C->Fp, c0, hk}, {F_ALPHA, C->stress_alpha, c0, hk},
-        {F_WIDTH, C->width, c0, hk}, {F_ID, C->id, c0, hk}, {F_STATE, C->state, c0, hk}, {F_CK_Q, C->q, c0, hk},
-        {F_CK_FADE, C->fade, c0, hk}, {F_CK_F, C->F, c0, hk}, {F_CK_T, C->T, c0, hk}, {F_CK_QUAD, C->Q, c0, hk}, {F_CK_F_LAGGED, C->F_lagged, c0, hk},
+        {F_COM, C->com, c0, hk}, {F_R, C->R, c0, hk}, {F_FP, C->Fp, cv0, hk}, {F_ALPHA, C->stress_alpha, cv0, hk},
+        {F_WIDTH, C->width, cv0, hk}, {F_ID, C->id, cv0, hk}, {F_STATE, C->state, cv0, hk}, {F_CK_Q, C->q, slot, hk},
+        {F_CK_FADE, C->fade, slot, hk}, {F_CK_F, C->F, slot, hk}, {F_CK_T, C->T, slot, hk}, {F_CK_QUAD, C->Q, slot, hk},
+        {F_CK_F_LAGGED, C->F_lagged, slot, hk},
         {F_RV_WBASE, C->wbase, rm0, hm}, {F_RV_WMASS, C->wmass, rm0, hm}, {F_RV_P, C->p, rm0, hm},
         {F_RV_MASS, C->mass, rc0, hk}, {F_RV_ARR, C->A_rr_inv, rc0, hk}, {F_RV_RANK, C->rank, rc0, hk},
         {F_RV_QMEAN, C->qmean, rc0, hk}, {F_RV_AQQ, C->Aqq_inv, rc0, hk},
     };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (log->ds[parts[i].field] >= 0)
-            rc |= csm_h5_read(log->ds[parts[i].field], csm_h5_type(log->field[parts[i].field].type), parts[i].start, parts[i].rows,
-                            parts[i].to);
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const field_spec *f = &log->field[parts[i].field];
+        hid_t ds = log->ds[parts[i].field];
+        if (ds >= 0)
+            rc |= (f->rows == ROWS_SLOTS ? csm_h5_read_slot : csm_h5_read)(ds, csm_h5_type(f->type), parts[i].start,
+                                                                            parts[i].rows, parts[i].to);
+    }
     if (rc) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot read frame %llu's state", log->path, (unsigned long long)t);
     int bad = C->offset[0] != 0 || C->offset[k] != C->m;
     for (int32_t c = 0; c < k && !bad; c++) bad = C->offset[c + 1] < C->offset[c];
@@ -199,9 +204,12 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
         log->members.count = (int64_t)lf.e.mversions;
         log->members.rows[0] = lf.mo[1];
         log->members.rows[1] = lf.mm[1];
+        log->state.count = (int64_t)lf.e.cversions;
+        log->state.rows[0] = lf.cv[1];
         version_segment seg[8];
         rc |= csm_log_keep_version(&log->rest, seg, csm_log_rest_segments(log, &w->C, seg));
         rc |= csm_log_keep_version(&log->members, seg, csm_log_member_segments(&w->C, seg));
+        rc |= csm_log_keep_version(&log->state, seg, csm_log_state_segments(&w->C, seg));
         int64_t resumes = 0;
         hid_t a = H5Aexists(log->file, "resumes") > 0 ? H5Aopen(log->file, "resumes", H5P_DEFAULT) : -1;
         if (a >= 0) {

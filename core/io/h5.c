@@ -199,6 +199,52 @@ int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf)
     return rc < 0 ? -1 : 0;
 }
 
+/* The selection of rows first, first + 2, ... in a dataset's space and its memory space. */
+static hid_t slot_select(hid_t space, hsize_t first, hsize_t count, int rank, hsize_t *dims)
+{
+    hsize_t start[4] = {first, 0, 0, 0}, stride[4] = {2, 1, 1, 1}, block[4] = {1, 1, 1, 1};
+    dims[0] = count;
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, stride, dims, block);
+    return H5Screate_simple(rank, dims, NULL);
+}
+
+int csm_h5_read_slot(hid_t ds, hid_t type, hsize_t first, hsize_t count, void *buf)
+{
+    if (count == 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[4];
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    herr_t rc = -1;
+    if (first + 2 * (count - 1) < dims[0]) {
+        hid_t mem = slot_select(space, first, count, rank, dims);
+        rc = H5Dread(ds, type, mem, space, H5P_DEFAULT, buf);
+        H5Sclose(mem);
+    }
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
+int csm_h5_write_slot(hid_t ds, int type, hsize_t first, hsize_t count, const void *data)
+{
+    if (count == 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[4];
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    if (dims[0] < first + 2 * (count - 1) + 1) { /* grown to both slots of every cluster */
+        dims[0] = 2 * (first / 2 + count);
+        if (H5Dset_extent(ds, dims) < 0) return -1;
+    }
+    space = H5Dget_space(ds);
+    hid_t mem = slot_select(space, first, count, rank, dims);
+    herr_t rc = H5Dwrite(ds, csm_h5_type(type), mem, space, H5P_DEFAULT, data);
+    H5Sclose(mem);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
 int csm_h5_set_rows(hid_t ds, hsize_t rows)
 {
     hid_t space = H5Dget_space(ds);

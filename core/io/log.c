@@ -281,7 +281,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     int64_t zero = 0;
     csm_log_version_streams(log);
     static const int starts[] = {F_FRAME_MEMBERSHIP, F_FRAME_CLUSTER, F_RV_CLUSTER_START, F_RV_MEMBER_START,
-                                 F_MV_OFFSETS_START, F_MV_MEMBER_START};
+                                 F_MV_OFFSETS_START, F_MV_MEMBER_START, F_CV_START};
     for (size_t i = 0; i < sizeof starts / sizeof starts[0] && !rc; i++) rc |= csm_h5_append(log->ds[starts[i]], T_I64, 1, &zero);
     /* every object exists: from here on frames are only appended, readers may watch */
     if (!rc && H5Fstart_swmr_write(f) < 0) rc = -1;
@@ -322,15 +322,22 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     rc |= write_events(log, &sim->report);
     log->memberships_out += C->m;
     log->clusters_out += C->k;
-    /* the memberships and the rest data a resumed run continues from, when they changed */
+    /* the memberships, the rest data a resumed run continues from and the clusters' slow state,
+       when they changed */
     rc |= csm_log_versions(log, C);
     rc |= plugin_scratch(log, w);
-    frame_ctx ctx = {sim, d, log, (int32_t)log->rest.count - 1, (int32_t)log->members.count - 1, log->scratch};
-    /* every dataset of the table with an accessor, in one loop */
+    frame_ctx ctx = {.sim = sim, .d = d, .log = log, .version = (int32_t)log->rest.count - 1,
+                     .mversion = (int32_t)log->members.count - 1, .cversion = (int32_t)log->state.count - 1,
+                     .scratch = log->scratch};
+    /* every dataset of the table with an accessor, in one loop; a slot dataset's rows go in place
+       into the slot of this frame, the other holding the previous frame's */
     for (int k = 0; k < log->nfield && !rc; k++) {
         const field_spec *f = &log->field[k];
         if (log->ds[k] < 0 || !f->data) continue;
-        rc |= csm_h5_append(log->ds[k], f->type, csm_log_frame_rows(f, w), f->data(&ctx, f));
+        if (f->rows == ROWS_SLOTS)
+            rc |= csm_h5_write_slot(log->ds[k], f->type, (hsize_t)(log->frames & 1), csm_log_frame_rows(f, w), f->data(&ctx, f));
+        else
+            rc |= csm_h5_append(log->ds[k], f->type, csm_log_frame_rows(f, w), f->data(&ctx, f));
     }
     /* Flushed every frame, /frames/time last and on its own: a killed run keeps every frame
        whose time was written, and the other datasets hold at least those frames. */
@@ -390,6 +397,7 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     free(log->goal);
     free(log->rest.copy);
     free(log->members.copy);
+    free(log->state.copy);
     csm_log_fields_free(log);
     free(log);
     return rc ? -1 : 0;

@@ -69,6 +69,11 @@ int csm_log_is_hdf5(const char *path);
    k-th's name (after /diagnostics/) and width, and the values of a frame (sim and its
    diagnostics d) at their offsets in that order, as doubles; the count written, -1 when `size`
    is too small. */
+/* About how many bytes the log of `sim`'s run takes uncompressed: its frames of particles and
+   clusters, the clusters' slow state once or (with plasticity or reclustering) per frame, the
+   memberships and rest data once. *most (when not NULL): with a version of those every frame, as
+   a reclustering run may write. */
+double csm_log_estimate(const csm_sim *sim, double *most);
 int csm_log_diagnostic_count(void);
 const char *csm_log_diagnostic_name(int k, int *width);
 int csm_log_diagnostic_values(const csm_sim *sim, const csm_diag *d, double *out, int size);

@@ -18,13 +18,9 @@ ACCESSOR(d_count, &c->sim->w.C.k)
 ACCESSOR(d_frame_membership, &c->log->memberships_out)
 ACCESSOR(d_frame_cluster, &c->log->clusters_out)
 ACCESSOR(d_mversion, &c->mversion)
+ACCESSOR(d_cversion, &c->cversion)
 ACCESSOR(d_com, c->sim->w.C.com)
 ACCESSOR(d_r, c->sim->w.C.R)
-ACCESSOR(d_fp, c->sim->w.C.Fp)
-ACCESSOR(d_alpha, c->sim->w.C.stress_alpha)
-ACCESSOR(d_width, c->sim->w.C.width)
-ACCESSOR(d_id, c->sim->w.C.id)
-ACCESSOR(d_state, c->sim->w.C.state)
 ACCESSOR(d_kinetic, &c->d->kinetic)
 ACCESSOR(d_potential, &c->d->potential)
 ACCESSOR(d_elastic, &c->d->elastic)
@@ -76,7 +72,7 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_COUNT] = FIELD("/clusters/count", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "clusters per frame, those fading in or out included (/clusters/state)", 0, OPT_NONE, d_count),
     [F_FRAME_MEMBERSHIP] = FIELD("/clusters/frame_membership", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): memberships of the frames before frame t; frame t's rows of a "
                               "per-membership dataset a plugin declares are [frame_membership[t], frame_membership[t+1])", 0, OPT_NONE, d_frame_membership),
-    [F_FRAME_CLUSTER] = FIELD("/clusters/frame_cluster", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): frame t's clusters are com/R/Fp rows [frame_cluster[t], frame_cluster[t+1])", 0, OPT_NONE, d_frame_cluster),
+    [F_FRAME_CLUSTER] = FIELD("/clusters/frame_cluster", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "(T+1,): frame t's clusters are com and R rows [frame_cluster[t], frame_cluster[t+1])", 0, OPT_NONE, d_frame_cluster),
     [F_MVERSION] = FIELD("/clusters/membership_version", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "membership version v of frame t: its offsets, members and weights "
                      "(written only when they change)", 0, OPT_NONE, d_mversion),
     [F_MV_OFFSETS_START] = FIELD("/clusters/version_offsets", T_I64, SHAPE_SCALAR, ROWS_MVERSIONS_PLUS_ONE, "1", "(V+1,): version v's k+1 CSR offsets are /clusters/offsets rows "
@@ -88,11 +84,15 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_WEIGHTS] = FIELD("/clusters/weights", T_F64, SHAPE_SCALAR, ROWS_MV_MEMBERS, "1", "per membership version, w_ic of each membership", 0, OPT_NONE, NULL),
     [F_COM] = FIELD("/clusters/com", T_F64, SHAPE_VEC3, ROWS_CLUSTERS, "m", "per frame, cluster centre of mass x-bar_c", 0, OPT_NONE, d_com),
     [F_R] = FIELD("/clusters/R", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, cluster rotation R_c", 0, OPT_NONE, d_r),
-    [F_FP] = FIELD("/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, plastic deformation F^p_c", 0, OPT_NONE, d_fp),
-    [F_ALPHA] = FIELD("/clusters/stress_alpha", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, cumulative plastic stress alpha_c (Falkenstein Eq 14)", 0, OPT_NONE, d_alpha),
-    [F_WIDTH] = FIELD("/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CLUSTERS, "m", "per frame, cluster width w_c = max_i |F^p_c p_ic| (Bargteil-Jones Eq 5 on the plastic rest shape)", 0, OPT_NONE, d_width),
-    [F_ID] = FIELD("/clusters/id", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, stable cluster id (the initial clusters are 0..k-1; added clusters count on)", 0, OPT_NONE, d_id),
-    [F_STATE] = FIELD("/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE, d_state),
+    [F_CVERSION] = FIELD("/clusters/cluster_version", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "version v of the clusters' slow state frame t uses: its Fp, stress_alpha, width, "
+                     "id and state (written only when they change)", 0, OPT_NONE, d_cversion),
+    [F_CV_START] = FIELD("/clusters/version_clusters", T_I64, SHAPE_SCALAR, ROWS_CVERSIONS_PLUS_ONE, "1", "(V+1,): version v's clusters are Fp, stress_alpha, width, id and "
+                       "state rows [version_clusters[v], version_clusters[v+1])", 0, OPT_NONE, NULL),
+    [F_FP] = FIELD("/clusters/Fp", T_F64, SHAPE_MAT3, ROWS_CV_CLUSTERS, "1", "per version of the slow state (/clusters/cluster_version), plastic deformation F^p_c", 0, OPT_NONE, NULL),
+    [F_ALPHA] = FIELD("/clusters/stress_alpha", T_F64, SHAPE_SCALAR, ROWS_CV_CLUSTERS, "1", "per version of the slow state, cumulative plastic stress alpha_c (Falkenstein Eq 14)", 0, OPT_NONE, NULL),
+    [F_WIDTH] = FIELD("/clusters/width", T_F64, SHAPE_SCALAR, ROWS_CV_CLUSTERS, "m", "per version of the slow state, cluster width w_c = max_i |F^p_c p_ic| (Bargteil-Jones Eq 5 on the plastic rest shape)", 0, OPT_NONE, NULL),
+    [F_ID] = FIELD("/clusters/id", T_I32, SHAPE_SCALAR, ROWS_CV_CLUSTERS, "1", "per version of the slow state, stable cluster id (the initial clusters are 0..k-1; added clusters count on)", 0, OPT_NONE, NULL),
+    [F_STATE] = FIELD("/clusters/state", T_I32, SHAPE_SCALAR, ROWS_CV_CLUSTERS, "1", "per version of the slow state, 0 active, 1 fading out (marked for removal), 2 fading in (added)", 0, OPT_NONE, NULL),
     [F_KINETIC] = FIELD("/diagnostics/kinetic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "sum 1/2 m |v|^2", 0, OPT_NONE, d_kinetic),
     [F_POTENTIAL] = FIELD("/diagnostics/potential_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "gravitational potential energy -sum m g.x", 0, OPT_NONE, d_potential),
     [F_ELASTIC] = FIELD("/diagnostics/elastic_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "energy the integrator's elastic terms store: with a modulus and solver.energy continuum, the clusters' corotated "
@@ -134,12 +134,12 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_CK_STEP] = FIELD("/checkpoint/step", T_I64, SHAPE_SCALAR, ROWS_ONE, "1", "steps taken", 0, OPT_NONE, d_ck_step),
     [F_CK_NEXT_ID] = FIELD("/checkpoint/next_id", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "id the next added cluster gets", 0, OPT_NONE, d_ck_next_id),
     [F_CK_VERSION] = FIELD("/checkpoint/rest_version", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "version of /checkpoint/rest the frame's clusters use", 0, OPT_NONE, d_ck_version),
-    [F_CK_Q] = FIELD("/checkpoint/q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1", "per frame, R_c as a unit quaternion (w, x, y, z): the warm start of the next polar decomposition", 4, OPT_NONE, d_ck_q),
-    [F_CK_FADE] = FIELD("/checkpoint/fade", T_I32, SHAPE_SCALAR, ROWS_CLUSTERS, "1", "per frame, steps since a fading cluster was marked or added", 0, OPT_NONE, d_ck_fade),
-    [F_CK_F] = FIELD("/checkpoint/F", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, F_c = A_xr A_rr^-1 of the last fit", 0, OPT_NONE, d_ck_f),
-    [F_CK_T] = FIELD("/checkpoint/T", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, goal transform of the last fit: g_ic = T_c p_ic + com_c", 0, OPT_NONE, d_ck_t),
-    [F_CK_QUAD] = FIELD("/checkpoint/Q", T_F64, SHAPE_COLS, ROWS_CLUSTERS, "1", "per frame, 3x6 quadratic part of the goal transform (Mueller 2005 Sec 4.3)", 18, OPT_QUADRATIC, d_ck_quad),
-    [F_CK_F_LAGGED] = FIELD("/checkpoint/F_lagged", T_F64, SHAPE_MAT3, ROWS_CLUSTERS, "1", "per frame, F_c at the end of the previous step, the flow the next step commits with plasticity.update lagged (NaN: none yet)", 0, OPT_LAGGED, d_ck_f_lagged),
+    [F_CK_Q] = FIELD("/checkpoint/q", T_F64, SHAPE_COLS, ROWS_SLOTS, "1", "per cluster, in two slots (the last two logged frames; row 2c + t % 2), R_c as a unit quaternion (w, x, y, z): the warm start of the next polar decomposition", 4, OPT_NONE, d_ck_q),
+    [F_CK_FADE] = FIELD("/checkpoint/fade", T_I32, SHAPE_SCALAR, ROWS_SLOTS, "1", "per cluster, in two slots (the last two logged frames; row 2c + t % 2), steps since a fading cluster was marked or added", 0, OPT_NONE, d_ck_fade),
+    [F_CK_F] = FIELD("/checkpoint/F", T_F64, SHAPE_MAT3, ROWS_SLOTS, "1", "per cluster, in two slots (the last two logged frames; row 2c + t % 2), F_c = A_xr A_rr^-1 of the last fit", 0, OPT_NONE, d_ck_f),
+    [F_CK_T] = FIELD("/checkpoint/T", T_F64, SHAPE_MAT3, ROWS_SLOTS, "1", "per cluster, in two slots (the last two logged frames; row 2c + t % 2), goal transform of the last fit: g_ic = T_c p_ic + com_c", 0, OPT_NONE, d_ck_t),
+    [F_CK_QUAD] = FIELD("/checkpoint/Q", T_F64, SHAPE_COLS, ROWS_SLOTS, "1", "per cluster, in two slots (the last two logged frames; row 2c + t % 2), 3x6 quadratic part of the goal transform (Mueller 2005 Sec 4.3)", 18, OPT_QUADRATIC, d_ck_quad),
+    [F_CK_F_LAGGED] = FIELD("/checkpoint/F_lagged", T_F64, SHAPE_MAT3, ROWS_SLOTS, "1", "per cluster, in two slots (the last two logged frames; row 2c + t % 2), F_c at the end of the previous step, the flow the next step commits with plasticity.update lagged (NaN: none yet)", 0, OPT_LAGGED, d_ck_f_lagged),
     [F_RV_CLUSTER_START] = FIELD("/checkpoint/rest/cluster_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1", "(V+1,): version v's per-cluster rows are [cluster_start[v], cluster_start[v+1])", 0, OPT_NONE, NULL),
     [F_RV_MEMBER_START] = FIELD("/checkpoint/rest/member_start", T_I64, SHAPE_SCALAR, ROWS_VERSIONS_PLUS_ONE, "1", "(V+1,): version v's per-membership rows are [member_start[v], member_start[v+1])", 0, OPT_NONE, NULL),
     [F_RV_WBASE] = FIELD("/checkpoint/rest/wbase", T_F64, SHAPE_SCALAR, ROWS_REST_MEMBERS, "1", "per version, membership weight before fading (Falkenstein Sec 3.2.1)", 0, OPT_NONE, NULL),
@@ -353,6 +353,9 @@ hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)
     case ROWS_MVERSIONS_PLUS_ONE: return e->mversions + 1;
     case ROWS_MV_OFFSETS: return e->mv_offsets;
     case ROWS_MV_MEMBERS: return e->mv_members;
+    case ROWS_CVERSIONS_PLUS_ONE: return e->cversions + 1;
+    case ROWS_CV_CLUSTERS: return e->cv_clusters;
+    case ROWS_SLOTS: return e->slots; /* at least: a slot dataset keeps the rows of the most clusters */
     default: return e->T;
     }
 }
@@ -360,7 +363,8 @@ hsize_t csm_log_field_rows(const csm_log *log, int k, const log_extent *e)
 hsize_t csm_log_frame_rows(const field_spec *f, const csm_world *w)
 {
     switch (f->rows) {
-    case ROWS_CLUSTERS: return (hsize_t)w->C.k;
+    case ROWS_CLUSTERS:
+    case ROWS_SLOTS: return (hsize_t)w->C.k;
     case ROWS_CLUSTERS_PLUS_ONE: return (hsize_t)w->C.k + 1;
     case ROWS_MEMBERSHIPS: return (hsize_t)w->C.m;
     default: return 1;
@@ -395,7 +399,9 @@ hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n, int compr
     }
     if (f->shape != SHAPE_PARTICLES3) {
         hsize_t rows = 8192 / (values * (f->type == T_I32 ? 4 : 8));
-        chunk[0] = f->rows == ROWS_ONE || f->rows == ROWS_VERSIONS_PLUS_ONE || f->rows == ROWS_MVERSIONS_PLUS_ONE ? 256
+        chunk[0] = f->rows == ROWS_ONE || f->rows == ROWS_VERSIONS_PLUS_ONE || f->rows == ROWS_MVERSIONS_PLUS_ONE ||
+                           f->rows == ROWS_CVERSIONS_PLUS_ONE
+                       ? 256
                    : rows < 32 ? 32 : rows > 1024 ? 1024 : rows;
         compression = 0;
     }
@@ -411,6 +417,52 @@ hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n, int compr
     H5Pclose(dcpl);
     H5Sclose(space);
     return ds;
+}
+
+/* Bytes of one row of field f in a log of n particles. */
+static double row_bytes(const field_spec *f, int32_t n)
+{
+    double size = f->type == T_I32 || f->type == T_F32 ? 4 : 8;
+    switch (f->shape) {
+    case SHAPE_VEC3: return 3 * size;
+    case SHAPE_MAT3: return 9 * size;
+    case SHAPE_COLS: return f->cols * size;
+    case SHAPE_PARTICLES3: return (double)n * (f->cols > 0 ? f->cols : 3) * size;
+    default: return size;
+    }
+}
+
+double csm_log_estimate(const csm_sim *sim, double *most)
+{
+    const csm_config *cfg = sim->cfg;
+    const csm_world *w = &sim->w;
+    csm_log log = {.goals = cfg->output_goals, .quadratic = w->C.Q != NULL, .lagged = w->C.F_lagged != NULL,
+                   .contact = cfg->contact.method != CSM_CONTACT_NONE};
+    log.field = (field_spec *)csm_log_fields;
+    double frames = (double)(cfg->frames / (cfg->output_every > 0 ? cfg->output_every : 1)) + 1;
+    /* the slow state changes every frame under plasticity or reclustering, never without */
+    int slow = strcmp(cfg->plasticity.plugin->name, "none") || strcmp(cfg->recluster.plugin->name, "none");
+    double k = w->C.k, m = w->C.m, bytes = 0, version = 0;
+    for (int f = 0; f < F_NFIELDS; f++) {
+        if (!csm_log_field_used(&log, f)) continue;
+        double row = row_bytes(&csm_log_fields[f], w->P.n);
+        switch (csm_log_fields[f].rows) {
+        case ROWS_ONE: bytes += frames * row; break;
+        case ROWS_CLUSTERS: bytes += frames * k * row; break;
+        case ROWS_CV_CLUSTERS: bytes += (slow ? frames : 1) * k * row; break;
+        case ROWS_SLOTS: bytes += 2 * k * row; break;
+        case ROWS_REST_CLUSTERS: version += k * row; break;
+        case ROWS_MV_OFFSETS: version += (k + 1) * row; break;
+        case ROWS_REST_MEMBERS:
+        case ROWS_MV_MEMBERS: version += m * row; break;
+        default: break; /* the version counts: a few rows */
+        }
+    }
+    bytes += (CSM_TIMING_BUILTIN + 1) * frames * 8.0 + 8.0 * w->P.n * 5; /* timings, /rest */
+    /* a reclustering run's memberships and rest data change while clusters fade: a version per
+       frame at most */
+    if (most) *most = bytes + (strcmp(cfg->recluster.plugin->name, "none") ? frames : 1) * version;
+    return bytes + version;
 }
 
 /* ---- the diagnostics in process (csm.h csm_diagnostics): the /diagnostics rows of the table ---- */
@@ -445,7 +497,7 @@ const char *csm_log_diagnostic_name(int k, int *width)
 
 int csm_log_diagnostic_values(const csm_sim *sim, const csm_diag *d, double *out, int size)
 {
-    frame_ctx ctx = {sim, d, NULL, 0, 0, NULL};
+    frame_ctx ctx = {.sim = sim, .d = d};
     int at = 0;
     for (int k = 0, f; (f = diagnostic_field(k)) >= 0; k++) {
         const field_spec *s = &csm_log_fields[f];

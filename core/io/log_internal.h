@@ -20,14 +20,19 @@
    less often than every frame, so they are written as versions (version_stream), a new one only
    when a frame's bytes differ from the last, and each frame names the version it uses: the
    clusters' memberships (offsets, members, weights: they change when clusters are added or
-   removed, and while they fade) and their rest data (/checkpoint/rest: only when clusters are
-   added or removed). */
+   removed, and while they fade), their rest data (/checkpoint/rest: only when clusters are
+   added or removed) and their slow state (F^p, stress_alpha, width, id, state: with plasticity,
+   reclustering or fades; never in an elastic run). What the next step needs of each cluster's
+   last fit (/checkpoint/q, fade, F, T, Q, F_lagged) changes every frame but is read only for the
+   last complete one, so it is kept in two slots, not per frame (ROWS_SLOTS). */
 enum { T_F64, T_I32, T_I64, T_F32 };
 enum { SHAPE_SCALAR, SHAPE_VEC3, SHAPE_MAT3, SHAPE_PARTICLES3, SHAPE_COLS };
 enum {
     ROWS_ONE, ROWS_CLUSTERS, ROWS_CLUSTERS_PLUS_ONE, ROWS_MEMBERSHIPS,
     ROWS_VERSIONS_PLUS_ONE, ROWS_REST_CLUSTERS, ROWS_REST_MEMBERS, /* per version of the rest data */
-    ROWS_MVERSIONS_PLUS_ONE, ROWS_MV_OFFSETS, ROWS_MV_MEMBERS        /* per version of the memberships */
+    ROWS_MVERSIONS_PLUS_ONE, ROWS_MV_OFFSETS, ROWS_MV_MEMBERS,       /* per version of the memberships */
+    ROWS_CVERSIONS_PLUS_ONE, ROWS_CV_CLUSTERS,                       /* per version of the clusters' slow state */
+    ROWS_SLOTS /* two slots of a row per cluster, interleaved: cluster c of logged frame t is row 2c + t % 2 */
 }; /* the values are stored in a log's extra_datasets: append, never renumber */
 enum { OPT_NONE, OPT_GOALS, OPT_QUADRATIC, OPT_LAGGED, OPT_CONTACT }; /* written only with output.goals, solver.mode quadratic,
                                                                       plasticity.update lagged, contact.method not none */
@@ -42,6 +47,7 @@ typedef struct frame_ctx {
     const struct csm_log *log;
     int32_t version;  /* of /checkpoint/rest the frame's clusters use */
     int32_t mversion; /* of the memberships */
+    int32_t cversion; /* of the clusters' slow state */
     void *scratch;   /* room for a plugin field's rows */
 } frame_ctx;
 
@@ -62,7 +68,7 @@ typedef struct field_spec {
 
 enum {
     F_TIME, F_POSITIONS, F_VELOCITIES, F_GOALS,
-    F_COUNT, F_FRAME_MEMBERSHIP, F_FRAME_CLUSTER, F_MVERSION, F_MV_OFFSETS_START, F_MV_MEMBER_START,
+    F_COUNT, F_FRAME_MEMBERSHIP, F_FRAME_CLUSTER, F_MVERSION, F_MV_OFFSETS_START, F_MV_MEMBER_START, F_CVERSION, F_CV_START,
     F_OFFSETS, F_MEMBERS, F_WEIGHTS, F_COM, F_R, F_FP, F_ALPHA, F_WIDTH, F_ID, F_STATE,
     F_KINETIC, F_POTENTIAL, F_ELASTIC, F_GOAL_DISTANCE, F_WORK_EXTERNAL, F_MOMENTUM, F_ANGULAR, F_COM_ALL, F_MAX_STRAIN, F_VOLUME,
     F_MAX_COND_FP, F_YIELDED, F_PLASTIC_SKIPPED, F_GAIN, F_GAIN_CLAMPED, F_ITERATION_RESIDUAL, F_ENERGY_ERROR, F_ELASTIC_LAG, F_DISSIPATED_DAMPING,
@@ -75,7 +81,8 @@ enum {
 
 /* Data written as versions: a new version only when its bytes differ from the last one's. Each
    version has rows of two kinds (the rest data: per cluster and per membership; the memberships:
-   k + 1 offsets and per membership), counted in two (V+1,) start datasets. */
+   k + 1 offsets and per membership), counted in two (V+1,) start datasets, or of one (the slow
+   state: per cluster; start_field[1] is -1). */
 typedef struct version_stream {
     int64_t count;          /* versions written */
     int64_t rows[2];        /* rows of each kind written */
@@ -107,6 +114,7 @@ struct csm_log {
     double *goal;           /* [3n] gathered goals, with output.goals */
     version_stream rest;    /* /checkpoint/rest */
     version_stream members; /* /clusters/offsets, members, weights */
+    version_stream state;   /* /clusters/Fp, stress_alpha, width, id, state */
     int broken; /* a write failed: the file is left as the last flush made it */
     int lock_fd;     /* csm_lock_take of lock_path, held while this process writes the log; -1 when not */
     char *lock_path; /* <log>.lock */
@@ -119,14 +127,17 @@ struct csm_log {
 /* Rows each dataset holds once the log has T frames, with the offsets of frame T. */
 typedef struct log_extent {
     hsize_t T, clusters, memberships, versions, rest_clusters, rest_members, mversions, mv_offsets, mv_members;
+    hsize_t cversions, cv_clusters; /* the slow state's versions and rows */
+    hsize_t slots;                  /* rows the last frame's slot needs: 2k */
 } log_extent;
 
 /* The extent of a log's complete frames and the offsets of the last. */
 typedef struct log_frames {
     log_extent e;
     /* of the last: frame_membership, frame_cluster; the rest version's member_start, cluster_start;
-       the membership version's version_offsets, version_members */
-    int64_t fo[2], fc[2], ms[2], cs[2], mo[2], mm[2];
+       the membership version's version_offsets, version_members; the slow state version's
+       version_clusters */
+    int64_t fo[2], fc[2], ms[2], cs[2], mo[2], mm[2], cv[2];
 } log_frames;
 
 /* /recluster/events: one compound row per cluster marked for removal or added. `kind` is a
@@ -167,6 +178,10 @@ int csm_h5_append(hid_t ds, int type, hsize_t rows, const void *data);
 hsize_t csm_h5_rows(hid_t ds);
 /* Rows [start, start + count) of an extendible dataset. */
 int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf);
+/* Rows first, first + 2, ... (count of them) of a ROWS_SLOTS dataset: read, or written in place
+   with the dataset grown to hold them. */
+int csm_h5_read_slot(hid_t ds, hid_t type, hsize_t first, hsize_t count, void *buf);
+int csm_h5_write_slot(hid_t ds, int type, hsize_t first, hsize_t count, const void *data);
 int csm_h5_set_rows(hid_t ds, hsize_t rows);
 /* 1 when the dataset at `path` holds exactly these bytes. */
 int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size_t bytes);
@@ -201,6 +216,7 @@ hid_t csm_log_event_type(void);
 /* The segments of each stream's version: the clusters' rest data, their memberships. */
 int csm_log_rest_segments(const csm_log *log, const csm_clusters *C, version_segment *s);
 int csm_log_member_segments(const csm_clusters *C, version_segment *s);
+int csm_log_state_segments(const csm_clusters *C, version_segment *s);
 /* Which datasets count each stream's rows. */
 void csm_log_version_streams(csm_log *log);
 /* Take these bytes as the stream's last version (a resumed log's). */

@@ -48,7 +48,7 @@ int csm_log_measure(csm_log *log, int all, log_frames *lf, csm_error *err)
     e->T = csm_h5_rows(log->ds[F_TIME]);
     if (e->T == 0) return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: holds no complete frame", path);
     hsize_t t = e->T - 1;
-    int32_t version = -1, mversion = -1;
+    int32_t version = -1, mversion = -1, cversion = -1;
     if (csm_h5_read(log->ds[F_FRAME_MEMBERSHIP], H5T_NATIVE_INT64, t, 2, lf->fo) ||
         csm_h5_read(log->ds[F_FRAME_CLUSTER], H5T_NATIVE_INT64, t, 2, lf->fc) ||
         csm_h5_read(log->ds[F_CK_VERSION], H5T_NATIVE_INT32, t, 1, &version) || version < 0 ||
@@ -56,7 +56,9 @@ int csm_log_measure(csm_log *log, int all, log_frames *lf, csm_error *err)
         csm_h5_read(log->ds[F_RV_CLUSTER_START], H5T_NATIVE_INT64, (hsize_t)version, 2, lf->cs) ||
         csm_h5_read(log->ds[F_MVERSION], H5T_NATIVE_INT32, t, 1, &mversion) || mversion < 0 ||
         csm_h5_read(log->ds[F_MV_OFFSETS_START], H5T_NATIVE_INT64, (hsize_t)mversion, 2, lf->mo) ||
-        csm_h5_read(log->ds[F_MV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)mversion, 2, lf->mm))
+        csm_h5_read(log->ds[F_MV_MEMBER_START], H5T_NATIVE_INT64, (hsize_t)mversion, 2, lf->mm) ||
+        csm_h5_read(log->ds[F_CVERSION], H5T_NATIVE_INT32, t, 1, &cversion) || cversion < 0 ||
+        csm_h5_read(log->ds[F_CV_START], H5T_NATIVE_INT64, (hsize_t)cversion, 2, lf->cv))
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: the offsets of frame %llu are missing", path, (unsigned long long)t);
     e->clusters = (hsize_t)lf->fc[1];
     e->memberships = (hsize_t)lf->fo[1];
@@ -66,6 +68,9 @@ int csm_log_measure(csm_log *log, int all, log_frames *lf, csm_error *err)
     e->mversions = (hsize_t)mversion + 1;
     e->mv_offsets = (hsize_t)lf->mo[1];
     e->mv_members = (hsize_t)lf->mm[1];
+    e->cversions = (hsize_t)cversion + 1;
+    e->cv_clusters = (hsize_t)lf->cv[1];
+    e->slots = 2 * (hsize_t)(lf->fc[1] - lf->fc[0]);
     for (int k = 0; k < log->nfield; k++)
         if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) < csm_log_field_rows(log, k, e))
             return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: %s holds %llu rows, %llu are needed", path, log->field[k].path,
@@ -73,12 +78,13 @@ int csm_log_measure(csm_log *log, int all, log_frames *lf, csm_error *err)
     return 0;
 }
 
-/* Drop whatever was written after the last complete frame. */
+/* Drop whatever was written after the last complete frame. A slot dataset is left as it is: the
+   last complete frame's slot is whole, the other slot is the next frame's to write. */
 int csm_log_trim(csm_log *log, const log_frames *lf)
 {
     int rc = 0;
     for (int k = 0; k < log->nfield; k++)
-        if (log->ds[k] >= 0 && csm_h5_rows(log->ds[k]) != csm_log_field_rows(log, k, &lf->e) &&
+        if (log->ds[k] >= 0 && log->field[k].rows != ROWS_SLOTS && csm_h5_rows(log->ds[k]) != csm_log_field_rows(log, k, &lf->e) &&
             csm_h5_set_rows(log->ds[k], csm_log_field_rows(log, k, &lf->e)))
             rc = -1;
     int32_t frame = 0;

@@ -1,5 +1,6 @@
-/* The data a log writes as versions (version_stream): the clusters' rest data and their
-   memberships, a new version only when a frame's bytes differ from the last one's. */
+/* The data a log writes as versions (version_stream): the clusters' rest data, their
+   memberships and their slow state, a new version only when a frame's bytes differ from the last
+   one's. */
 #include "log_internal.h"
 
 #include "kernel.h"
@@ -31,6 +32,17 @@ int csm_log_member_segments(const csm_clusters *C, version_segment *s)
     s[1] = (version_segment){F_MEMBERS, C->member, sizeof(int32_t) * m, m};
     s[2] = (version_segment){F_WEIGHTS, C->weight, sizeof(double) * m, m};
     return 3;
+}
+
+int csm_log_state_segments(const csm_clusters *C, version_segment *s)
+{
+    hsize_t k = (hsize_t)C->k;
+    s[0] = (version_segment){F_FP, C->Fp, sizeof(double) * 9 * k, k};
+    s[1] = (version_segment){F_ALPHA, C->stress_alpha, sizeof(double) * k, k};
+    s[2] = (version_segment){F_WIDTH, C->width, sizeof(double) * k, k};
+    s[3] = (version_segment){F_ID, C->id, sizeof(int32_t) * k, k};
+    s[4] = (version_segment){F_STATE, C->state, sizeof(int32_t) * k, k};
+    return 5;
 }
 
 int csm_log_keep_version(version_stream *v, const version_segment *seg, int ns)
@@ -69,7 +81,7 @@ static int version_append(csm_log *log, version_stream *v, const version_segment
     v->rows[0] += rows0;
     v->rows[1] += rows1;
     rc |= csm_h5_append(log->ds[v->start_field[0]], T_I64, 1, &v->rows[0]);
-    rc |= csm_h5_append(log->ds[v->start_field[1]], T_I64, 1, &v->rows[1]);
+    if (v->start_field[1] >= 0) rc |= csm_h5_append(log->ds[v->start_field[1]], T_I64, 1, &v->rows[1]);
     v->count++;
     return rc | csm_log_keep_version(v, seg, ns);
 }
@@ -80,11 +92,14 @@ void csm_log_version_streams(csm_log *log)
     log->rest.start_field[1] = F_RV_MEMBER_START;
     log->members.start_field[0] = F_MV_OFFSETS_START;
     log->members.start_field[1] = F_MV_MEMBER_START;
+    log->state.start_field[0] = F_CV_START;
+    log->state.start_field[1] = -1;
 }
 
 int csm_log_versions(csm_log *log, const csm_clusters *C)
 {
     version_segment seg[8];
     int rc = version_append(log, &log->rest, seg, csm_log_rest_segments(log, C, seg), C->k, C->m);
-    return rc | version_append(log, &log->members, seg, csm_log_member_segments(C, seg), (int64_t)C->k + 1, C->m);
+    rc |= version_append(log, &log->members, seg, csm_log_member_segments(C, seg), (int64_t)C->k + 1, C->m);
+    return rc | version_append(log, &log->state, seg, csm_log_state_segments(C, seg), C->k, 0);
 }

@@ -22,6 +22,9 @@ typedef struct cluster_source {
     hid_t com, id, offsets, members;
     int64_t *frame_cluster, *version_offsets, *version_members;
     int32_t *version; /* [T] */
+    int32_t *cversion; /* [T] the slow state's version of each frame, NULL in a log before it: the ids
+                          then lie beside com */
+    int64_t *version_clusters, nvc;
     int32_t *offset, *member;
     int64_t loaded; /* version whose offsets and members are loaded, -1 none */
 } cluster_source;
@@ -40,6 +43,8 @@ static void clusters_close(cluster_source *s)
     free(s->version_offsets);
     free(s->version_members);
     free(s->version);
+    free(s->cversion);
+    free(s->version_clusters);
     free(s->offset);
     free(s->member);
 }
@@ -57,9 +62,15 @@ static int clusters_open(hid_t file, hsize_t T, cluster_source *s)
     int64_t nvo = csm_h5_read_all(file, "/clusters/version_offsets", H5T_NATIVE_INT64, (void **)&s->version_offsets);
     int64_t nvm = csm_h5_read_all(file, "/clusters/version_members", H5T_NATIVE_INT64, (void **)&s->version_members);
     int64_t nv = csm_h5_read_all(file, "/clusters/membership_version", H5T_NATIVE_INT32, (void **)&s->version);
+    int64_t ncv = -1;
+    if (H5Lexists(file, "/clusters/cluster_version", H5P_DEFAULT) > 0) {
+        ncv = csm_h5_read_all(file, "/clusters/cluster_version", H5T_NATIVE_INT32, (void **)&s->cversion);
+        s->nvc = csm_h5_read_all(file, "/clusters/version_clusters", H5T_NATIVE_INT64, (void **)&s->version_clusters);
+    }
     int ok = s->com >= 0 && s->id >= 0 && s->offsets >= 0 && s->members >= 0 && nfc >= (int64_t)T + 1 &&
-             nv >= (int64_t)T && nvo > 0 && nvo == nvm;
+             nv >= (int64_t)T && nvo > 0 && nvo == nvm && (!s->cversion || (ncv >= (int64_t)T && s->nvc > 0));
     for (hsize_t t = 0; ok && t < T; t++) ok = s->version[t] >= 0 && (int64_t)s->version[t] + 1 < nvo;
+    for (hsize_t t = 0; ok && s->cversion && t < T; t++) ok = s->cversion[t] >= 0 && (int64_t)s->cversion[t] + 1 < s->nvc;
     if (!ok) clusters_close(s);
     return ok ? 0 : -1;
 }
@@ -80,11 +91,12 @@ static int nearest_clusters(cluster_source *s, hsize_t t, const double *x, int32
         s->loaded = v;
     }
     hsize_t a = (hsize_t)s->frame_cluster[t], b = (hsize_t)s->frame_cluster[t + 1];
+    hsize_t ia = s->cversion ? (hsize_t)s->version_clusters[s->cversion[t]] : a;
     int32_t k = (int32_t)(b - a);
     double *com = malloc(sizeof *com * 3 * (size_t)(k + 1));
     int32_t *id = malloc(sizeof *id * (size_t)(k + 1));
     int rc = !com || !id || (k > 0 && (csm_h5_read(s->com, H5T_NATIVE_DOUBLE, a, (hsize_t)k, com) ||
-                                       csm_h5_read(s->id, H5T_NATIVE_INT32, a, (hsize_t)k, id)));
+                                       csm_h5_read(s->id, H5T_NATIVE_INT32, ia, (hsize_t)k, id)));
     for (int32_t i = 0; i < n && !rc; i++) {
         best[i] = INFINITY;
         out[i] = -1;

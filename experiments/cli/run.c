@@ -292,7 +292,27 @@ int csm_cmd_run(int argc, char **argv)
    the exit status of the first run that fails, 0 when all hold. */
 enum { CHECK_SWEEP_MOST = 64 };
 
-static int check_sweep(const run_args *a, const csm_config *base)
+/* A size in bytes as people read it. */
+static const char *human_size(double bytes, char *buf, size_t size)
+{
+    static const char *const unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (bytes >= 999.5 && u < 4) bytes /= 1000, u++;
+    snprintf(buf, size, "%.*f %s", bytes < 9.95 && u ? 1 : 0, bytes, unit[u]);
+    return buf;
+}
+
+/* "about X", or "X to Y" when reclustering's versions may add up to Y. */
+static const char *log_size(double bytes, double most, char *buf, size_t size)
+{
+    char a[16], b[16];
+    human_size(bytes, a, sizeof a);
+    if (most > bytes * 1.05) snprintf(buf, size, "%s to %s", a, human_size(most, b, sizeof b));
+    else snprintf(buf, size, "about %s", a);
+    return buf;
+}
+
+static int check_sweep(const run_args *a, const csm_config *base, double *total)
 {
     sweep s;
     memset(&s, 0, sizeof s);
@@ -319,7 +339,13 @@ static int check_sweep(const run_args *a, const csm_config *base)
         csm_sim sim;
         if (csm_config_load(a->config, (const char *const *)o, no, &cfg, &err) == 0) {
             if (csm_sim_create(&cfg, &sim, &err) == 0) {
-                fprintf(stderr, "csm: sweep run %d (%s): %d particles, %d clusters\n", i, what, sim.w.P.n, sim.w.C.k);
+                char size[64];
+                double most, bytes = csm_log_estimate(&sim, &most);
+                int runs = i + step <= s.nruns ? step : s.nruns - i; /* the runs not checked like this one */
+                total[0] += bytes * runs;
+                total[1] += most * runs;
+                fprintf(stderr, "csm: sweep run %d (%s): %d particles, %d clusters; its log: %s\n", i, what, sim.w.P.n,
+                        sim.w.C.k, log_size(bytes, most, size, sizeof size));
                 report_gains(&cfg, &sim, 0);
                 report_joined(&sim.w);
                 csm_sim_destroy(&sim);
@@ -372,16 +398,20 @@ int csm_cmd_check(int argc, char **argv)
     }
     report_gains(&cfg, &sim, 1);
     report_joined(&sim.w);
-    if (cfg.nsweep > 0 && (rc = check_sweep(&a, &cfg)) != 0) {
+    double total[2] = {0, 0};
+    if (cfg.nsweep > 0 && (rc = check_sweep(&a, &cfg, total)) != 0) {
         csm_sim_destroy(&sim);
         csm_config_free(&cfg);
         csm_args_free(&a.args);
         return rc;
     }
     csm_args_free(&a.args);
-    fprintf(stderr, "csm: %s is valid: %d object%s, %d particle%s, %d cluster%s, %d membership%s\n", a.config,
-            cfg.nobjects, cfg.nobjects == 1 ? "" : "s", sim.w.P.n, sim.w.P.n == 1 ? "" : "s", sim.w.C.k,
-            sim.w.C.k == 1 ? "" : "s", sim.w.C.m, sim.w.C.m == 1 ? "" : "s");
+    char size[64];
+    if (cfg.nsweep == 0) total[0] = csm_log_estimate(&sim, &total[1]);
+    fprintf(stderr, "csm: %s is valid: %d object%s, %d particle%s, %d cluster%s, %d membership%s; %s: %s\n",
+            a.config, cfg.nobjects, cfg.nobjects == 1 ? "" : "s", sim.w.P.n, sim.w.P.n == 1 ? "" : "s", sim.w.C.k,
+            sim.w.C.k == 1 ? "" : "s", sim.w.C.m, sim.w.C.m == 1 ? "" : "s", cfg.nsweep > 0 ? "the sweep's logs" : "its log",
+            log_size(total[0], total[1], size, sizeof size));
     csm_sim_destroy(&sim);
     csm_config_free(&cfg);
     return 0;

@@ -47,7 +47,8 @@ class Clusters(Memberships):
     state (0 active, 1 fading out, 2 fading in), com (k, 3), R (k, 3, 3), Fp (k, 3, 3), width,
     stress_alpha. Per membership: member (particle ids), weight, and cluster (which cluster each
     membership belongs to); members(c) and weights(c) give one cluster's. version: the membership
-    version the frame uses (frames of one version share their memberships)."""
+    version the frame uses (frames of one version share their memberships); state_version: the
+    version of the slow state (ids, state, Fp, width, stress_alpha), written only when it changes."""
 
     def __init__(self, f, t):
         fc = f["clusters/frame_cluster"]
@@ -58,13 +59,22 @@ class Clusters(Memberships):
         m0, m1 = (int(x) for x in f["clusters/version_members"][v:v + 2])
         self.version = v
         self.count = b - a
-        self.ids = f["clusters/id"][a:b]
-        self.state = f["clusters/state"][a:b]
+        # the slow state per version (logs before it hold a row per cluster per frame, beside com)
+        s0 = a
+        self.state_version = None
+        if "clusters/cluster_version" in f:
+            self.state_version = int(f["clusters/cluster_version"][t])
+            s0 = int(f["clusters/version_clusters"][self.state_version])
+        s1 = s0 + self.count
+        if s1 > f["clusters/Fp"].shape[0]:
+            raise ValueError(f"corrupt log: frame {t}'s clusters lie outside /clusters/Fp")
+        self.ids = f["clusters/id"][s0:s1]
+        self.state = f["clusters/state"][s0:s1]
         self.com = f["clusters/com"][a:b]
         self.R = f["clusters/R"][a:b]
-        self.Fp = f["clusters/Fp"][a:b]
-        self.width = f["clusters/width"][a:b]
-        self.stress_alpha = f["clusters/stress_alpha"][a:b]
+        self.Fp = f["clusters/Fp"][s0:s1]
+        self.width = f["clusters/width"][s0:s1]
+        self.stress_alpha = f["clusters/stress_alpha"][s0:s1]
         nm = f["clusters/members"].shape[0]
         if not (0 <= o0 <= o1 <= f["clusters/offsets"].shape[0] and 0 <= m0 <= m1 <= nm):
             raise ValueError(f"corrupt log: version {v}'s rows lie outside /clusters/offsets or /clusters/members")
