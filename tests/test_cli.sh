@@ -27,6 +27,15 @@ expect 0 "16 of 16 clusters are clamped to 1 .*too coarse for the modulus \(time
 expect 2 "^csm: --threads 65536: expected an integer from 1 to [0-9]+" -- "$csm" run "$tmp/ok.yaml" --threads 65536 -o "$tmp/t.h5"
 expect 2 "^csm: --threads 1000: expected an integer from 1 to [0-9]+" -- "$csm" sweep "$tmp/ok.yaml" --threads 1000 -o "$tmp/sw"
 expect 2 "--threads 4096: expected integers from 1 to [0-9]+" -- "$csm" bench bunny --threads 4096
+# the run's line gives the median ms/frame and the threads it ran on; OMP_NUM_THREADS decides
+# when --threads is not given
+expect 0 "ms/frame \(median, 2 threads\)" -- "$csm" run "$tmp/ok.yaml" --threads 2 -o "$tmp/t.h5" --force
+expect 0 "ms/frame \(median, 1 thread\)" -- env OMP_NUM_THREADS=1 "$csm" run "$tmp/ok.yaml" -o "$tmp/t.h5" --force
+# a sweep over integrators whose stiffness comes from different keys compares different materials
+expect 2 "sweep solver.integrator compares different materials: shape_matching \(run 0\) takes its stiffness from solver.alpha = 0.5, xpbd \(run 1\) from solver.modulus = 10000 Pa" -- \
+    "$csm" sweep "$tmp/ok.yaml" -o "$tmp/mat" --set 'sweep={solver.integrator: [shape_matching, xpbd]}'
+[ ! -e "$tmp/mat" ] && pass_ || { fail_ "the refused sweep left a folder"; }
+expect 0 "is valid" -- "$csm" check "$tmp/ok.yaml" --set solver.modulus=100 --set 'sweep={solver.integrator: [shape_matching, pbd, xpbd, projective_dynamics]}'
 # help: csm --help lists --resume; COMMAND --help is that command's usage and exit 0
 expect 0 "csm run --resume LOG.h5" -- "$csm" --help
 expect 0 "csm run --resume LOG.h5" -- "$csm" run --help

@@ -348,7 +348,7 @@ PY
     # out of memory anywhere: one line naming where, exit 1 (it aborted with no message); a
     # 1e8-particle object under the same limit
     printf 'name: big\nobjects:\n  - shape: {type: box, size: [1, 1, 1]}\n    sampling: {particles: 100000000}\n' >"$tmp/big.yaml"
-    (ulimit -v 3000000 && exec "$csm" run "$tmp/big.yaml" --frames 2 -o "$tmp/big.h5") >"$tmp/big.txt" 2>&1
+    (ulimit -v 3000000 && exec "$csm" run "$tmp/big.yaml" --frames 2 --threads 1 -o "$tmp/big.h5") >"$tmp/big.txt" 2>&1
     code=$?
     check "1e8 particles under a 3 GB limit: exit 1 ($code)" [ "$code" -eq 1 ]
     check "... says out of memory, in one line" sh -c 'grep -q "^csm: out of memory in " "$1" && [ "$(wc -l <"$1")" -eq 1 ]' sh "$tmp/big.txt"

@@ -1,12 +1,37 @@
+#define _GNU_SOURCE /* sched_getaffinity, getloadavg */
 #include "args.h"
 #include "error.h"
 
 #include "commands.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int csm_cores(void)
+{
+    const char *s = getenv("SLURM_CPUS_PER_TASK");
+    long n = s ? strtol(s, NULL, 10) : 0;
+    cpu_set_t set;
+    if (n < 1 && sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (int)n;
+}
+
+int csm_default_threads(int *cores, double *load)
+{
+    *cores = csm_cores();
+    *load = -1;
+    if (getenv("OMP_NUM_THREADS")) return 0;
+    double avg[1];
+    if (getloadavg(avg, 1) != 1) return *cores;
+    *load = avg[0];
+    /* a thread that waits for a core stalls every parallel loop's barrier: one per free core */
+    int busy = (int)(avg[0] + 0.5), free = *cores - busy;
+    return free < 1 ? 1 : free > *cores ? *cores : free;
+}
 
 int csm_threads_max(void)
 {

@@ -194,6 +194,12 @@ int csm_cmd_run(int argc, char **argv)
         return CSM_EXIT_BAD_INPUT;
     }
     if (a.out || a.resume) a.sets[a.nsets++] = outset = out_override(a.resume ? a.resume : a.out);
+    int cores = 0, fewer = 0;
+    double load = -1;
+    if (!a.threads) {
+        a.threads = csm_default_threads(&cores, &load);
+        fewer = a.threads > 0 && a.threads < cores;
+    }
     csm_options opt = {.size = sizeof opt, .log = a.resume, .log_config = 1, .force = a.force,
                        .resume = a.resume != NULL, .threads = a.threads};
     csm_simulation *s;
@@ -211,6 +217,9 @@ int csm_cmd_run(int argc, char **argv)
     if (cfg->nsweep > 0 && !a.resume)
         fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
                 a.config);
+    if (fewer) /* said once the run stands, so that an error stays one line */
+        fprintf(stderr, "csm: note: %d of %d cores are busy (load average %.2f): %d thread%s (--threads N to choose)\n",
+                cores - a.threads, cores, load, a.threads, a.threads == 1 ? "" : "s");
     if (!a.resume) report_joined(&sim->w);
     if (sim->w.degenerate_clusters > 0 && !a.resume)
         fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
@@ -265,6 +274,7 @@ int csm_cmd_run(int argc, char **argv)
     snprintf(logpath, sizeof logpath, "%s", path);
     snprintf(name, sizeof name, "%s", cfg->name);
     int32_t ran = sim->frame - first_frame, n = sim->w.P.n, k = sim->w.C.k;
+    int threads = csm_get_threads();
     int close_failed = csm_simulation_close(s, status_text, closing, sizeof closing) != 0;
     if (close_failed && !status) {
         status = 1;
@@ -278,8 +288,9 @@ int csm_cmd_run(int argc, char **argv)
             fprintf(stderr, "csm: log (status '%.*s'): %s\n", (int)strcspn(status_text, ":"), status_text, logpath);
     } else {
         double median = frame_median(times);
-        printf("%s: %d particle%s, %d cluster%s, %d frame%s, %.3f ms/frame median (mean %.3f)\n", name, n,
-               n == 1 ? "" : "s", k, k == 1 ? "" : "s", ran, ran == 1 ? "" : "s", median, ran ? 1e3 * total_time / ran : 0.0);
+        /* the median: one stall of a shared machine inflates a mean */
+        printf("%s: %d particle%s, %d cluster%s, %d frame%s, %.3f ms/frame (median, %d thread%s)\n", name, n,
+               n == 1 ? "" : "s", k, k == 1 ? "" : "s", ran, ran == 1 ? "" : "s", median, threads, threads == 1 ? "" : "s");
         printf("log:     %s\nsidecar: %s\n", logpath, xmf);
     }
     free(times);

@@ -36,14 +36,6 @@ static const char *usage_line =
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
-static int cores(void)
-{
-    const char *s = getenv("SLURM_CPUS_PER_TASK");
-    long n = s ? strtol(s, NULL, 10) : 0;
-    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (int)n;
-}
-
 static int parse_shard(const char *what, const char *k, const char *n, int *sk, int *sn)
 {
     char *e1, *e2;
@@ -145,7 +137,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
     if (a->frames_set[0]) a->sets[a->nsets++] = a->frames_set;
     const char *tid = getenv("SLURM_ARRAY_TASK_ID");
     if (!have_shard && tid && array_shard(tid, a)) return -1;
-    int c = cores();
+    int c = csm_cores();
     if (!a->jobs) a->jobs = c;
     if (!a->threads) a->threads = c / a->jobs > 1 ? c / a->jobs : 1;
     return 0;

@@ -143,6 +143,46 @@ static void product_text(const sweep *s, char *buf, size_t size)
    runs) and name each run by its hash. Runs that resolve to the same config run once. The count
    comes first: a sweep of more than --max-runs runs (default CSM_SWEEP_MAX_RUNS) is refused
    before anything is expanded. The config file is read once; each run parses it from memory. */
+/* Where run i's stiffness comes from: a modulus (Pa) or a spring gain alpha; none for an
+   integrator without springs (pbd). */
+typedef struct material {
+    int kind; /* 0 none, 1 alpha, 2 modulus */
+    double value;
+    char integrator[64];
+    long run;
+} material;
+
+static material material_of(const csm_config *cfg, long run)
+{
+    csm_integrator_traits t;
+    csm_integrator_describe(&cfg->integrator, &t);
+    material m = {t.modulus > 0 ? 2 : t.alpha > 0 ? 1 : 0, t.modulus > 0 ? t.modulus : t.alpha, "", run};
+    snprintf(m.integrator, sizeof m.integrator, "%s", cfg->integrator.plugin->name);
+    return m;
+}
+
+/* A sweep over integrators whose runs take their stiffness from different keys compares
+   different materials (the explicit integrators' alpha 0.5 against the implicit ones' 10 kPa):
+   refused, naming both. */
+static int same_material(const sweep *s, material *first, const material *m, csm_error *err)
+{
+    int line = 0;
+    for (int k = 0; k < s->base.nsweep; k++)
+        if (!strcmp(s->base.sweep[k].key, "solver.integrator")) line = s->base.sweep[k].line;
+    if (!line || m->kind == 0) return 0;
+    if (first->kind == 0) {
+        *first = *m;
+        return 0;
+    }
+    if (first->kind == m->kind) return 0;
+    const material *a = first->kind == 1 ? first : m, *b = first->kind == 1 ? m : first;
+    return csm_fail(err, CSM_EXIT_BAD_INPUT,
+                    "%s:%d: sweep solver.integrator compares different materials: %s (run %ld) takes its stiffness "
+                    "from solver.alpha = %g, %s (run %ld) from solver.modulus = %g Pa; set solver.modulus (or "
+                    "solver.young) so that every run has the same material, or sweep the integrators apart",
+                    s->a.config, line, a->integrator, a->run, a->value, b->integrator, b->run, b->value);
+}
+
 int sweep_plan(sweep *s, csm_error *err)
 {
     int na = s->base.nsweep;
@@ -167,6 +207,7 @@ int sweep_plan(sweep *s, csm_error *err)
     if (!s->runs || !ids.slot) CSM_OUT_OF_MEMORY();
     memset(ids.slot, 0xff, ids.cap * sizeof *ids.slot);
     int rc_plan = 0;
+    material first = {0};
     for (long i = 0; i < total && !rc_plan; i++) {
         if (tty && total >= 1000 && i % 1000 == 0)
             fprintf(stderr, "\rcsm: resolved %ld of %ld runs", i, total);
@@ -205,7 +246,13 @@ int sweep_plan(sweep *s, csm_error *err)
             break;
         }
         short_hash(cfg.root, r->id);
+        material m = material_of(&cfg, i);
         csm_config_free(&cfg);
+        if (same_material(s, &first, &m, err)) {
+            free(r->pick);
+            rc_plan = -1;
+            break;
+        }
         if (id_find_or_add(&ids, s, r->id, s->nruns) >= 0) {
             fprintf(stderr, "csm: note: sweep run %ld resolves to the same config as run %s; it runs once\n", i, r->id);
             free(r->pick);
