@@ -3,10 +3,11 @@
 
     /usr/bin/python3 experiments/analysis/integrators.py SWEEP...
 
-Columns: the scene (config name), the integrator, the energy it keeps (kinetic + potential +
-elastic at the end over at frame 0; for a run with work done by forces without a potential, over
-frame 0's plus that work), |L| at the end over at frame 0, the lowest centre-of-mass height, and
-the median ms per frame (/timings/total).
+Columns: the scene (config name), the integrator, the other values the sweep varied, the energy
+it keeps (kinetic + potential + elastic at the end over at frame 0; for a run with work done by
+forces without a potential, over frame 0's plus that work), |L| at the end over at frame 0 ("-"
+where the body starts without angular momentum: nothing to keep), the lowest centre-of-mass
+height, and the median ms per frame (/timings/total).
 """
 import argparse
 import os
@@ -37,11 +38,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweeps", nargs="+")
     a = ap.parse_args(argv)
-    print("| scene | integrator | energy kept | \\|L\\| kept | lowest centre (m) | ms/frame (median) | status |")
-    print("|---|---|---|---|---|---|---|")
+    print("| scene | integrator | other settings | energy kept | \\|L\\| kept | lowest centre (m) | ms/frame (median) | status |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in runs_mod.expand(a.sweeps):
         x = row(r)
-        print(f"| {x['scene']} | {x['integrator']} | {x['energy']:.3f} | {x['L']:.3f} | {x['low']:.3f} | {x['ms']:.2f} | "
+        other = ", ".join(f"{runs_mod.short_key(k)}={v}" for k, v in r.values.items() if k != "solver.integrator") or "-"
+        L = "-" if np.isnan(x["L"]) else f"{x['L']:.3f}"
+        print(f"| {x['scene']} | {x['integrator']} | {other} | {x['energy']:.3f} | {L} | {x['low']:.3f} | {x['ms']:.2f} | "
               f"{x['status']} |")
 
 

@@ -165,8 +165,9 @@ class Log:
     @property
     def events(self):
         """Reclustering events: a structured array (frame, time, kind, cluster, seed, members, ...)."""
-        if "recluster/events" not in self.file:
-            return np.zeros(0)
+        if "recluster/events" not in self.file:  # a log before events: none, as the rows csm writes
+            return np.zeros(0, dtype=[("frame", "<i4"), ("time", "<f8"), ("kind", "S8"), ("cluster", "<i4"),
+                                      ("seed", "<i4"), ("members", "<i4")])
         rows = self.file["recluster/events"][()]
         # the rows in order while their frames are at least 1 and do not fall: a write that failed
         # after the dataset grew leaves rows of zeros behind them (a resume cuts them)
