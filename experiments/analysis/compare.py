@@ -24,6 +24,7 @@ QUANTITY (default: kinetic_energy, angular_momentum):
 import argparse
 import os
 import sys
+import textwrap
 
 import h5py
 import matplotlib
@@ -103,24 +104,32 @@ def main(argv=None):
     quantities = a.quantity or ["kinetic_energy", "angular_momentum"]
     runs = runs_mod.expand(a.runs, a.where)
 
+    labels, shared, notes = runs_mod.legend_labels(runs)
     fig, axes = plt.subplots(len(quantities), 1, figsize=(7, 2.6 * len(quantities)), sharex=True, squeeze=False)
     print(f"| run | quantity | first | last | min | max |\n|---|---|---|---|---|---|")
-    for r in runs:
+    scene = ""
+    for r, label in zip(runs, labels):
         with h5py.File(r.path, "r") as f:
+            scene = scene or runs_mod.text(f.attrs.get("name", ""))
             t = f["frames/time"][:]
             for ax, q in zip(axes[:, 0], quantities):
-                y, label = quantity(f, q)
-                ax.plot(t[: len(y)], y, label=r.label, lw=1.2)
-                ax.set_ylabel(label)
+                y, ylabel = quantity(f, q)
+                ax.plot(t[: len(y)], y, label=label, lw=1.2)
+                ax.set_ylabel(textwrap.fill(ylabel, 28), fontsize=9)
                 if a.log:
                     ax.set_yscale("symlog", linthresh=1e-6)
+                else:
+                    ax.ticklabel_format(axis="y", useOffset=False)  # no "1e-13+8e-1" over the axis
                 fy = runs_mod.finite(y)
                 if len(fy):
                     print(f"| {r.label} | {q} | {y[0]:.6g} | {y[-1]:.6g} | {fy.min():.6g} | {fy.max():.6g} |")
+    for note in notes:
+        print(f"\n{note}")
     axes[-1, 0].set_xlabel("time (s)")
-    axes[0, 0].legend(fontsize=7, ncol=2 if len(runs) > 6 else 1)
-    if a.title:
-        axes[0, 0].set_title(a.title)
+    runs_mod.legend_outside(axes[0, 0], ncol=2 if len(runs) > 12 else 1)
+    title = a.title or ": ".join(x for x in (scene, shared) if x)
+    if title:
+        axes[0, 0].set_title(textwrap.fill(title, 70), fontsize=10)
     for path in runs_mod.save(fig, a.output):
         print(path, file=sys.stderr)
 

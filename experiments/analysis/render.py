@@ -53,16 +53,33 @@ def project(x, view):
     return x[:, [i, j]], sign * x[:, k]
 
 
-def cluster_colours(ids):
-    cmap = plt.get_cmap("tab20")
-    # a scrambled id, so that neighbouring clusters (close ids) differ in colour
-    return cmap(((np.asarray(ids, np.int64) * 7919) % 20) / 20.0 + 0.025)
+PALETTE = plt.get_cmap("tab20")(np.arange(20) / 20.0 + 0.025)
 
 
-def ground_lines(f, view):
-    """The plane colliders of the log's config seen edge-on in this view, as ("h" | "v", coordinate)
-    pairs: a plane whose normal lies along the picture's vertical (horizontal) axis is a horizontal
-    (vertical) line. Needs python3-yaml to read the config; without it, no line."""
+def cluster_palette(f, frames):
+    """A colour for every cluster id of the frames drawn, neighbours apart: each id, in the order
+    it first appears, takes the first of the 20 colours that none of its 8 nearest clusters (at
+    that frame) has, so that adjoining clusters never share a colour while 20 suffice."""
+    colour = {}
+    for t in frames:
+        com, ids = runs_mod.frame_clusters(f, t)
+        if len(com) == 0:
+            continue
+        near = np.argsort(((com[:, None, :] - com[None, :, :]) ** 2).sum(axis=2), axis=1)[:, 1:9]
+        for c, i in enumerate(ids):
+            if int(i) in colour:
+                continue
+            taken = {colour.get(int(ids[j]), -1) for j in near[c]}
+            free = [k for k in range(len(PALETTE)) if k not in taken]
+            colour[int(i)] = free[0] if free else int(i) % len(PALETTE)
+    return {i: PALETTE[k] for i, k in colour.items()}
+
+
+def ground_lines(f, view, t=0):
+    """The plane colliders of the log's config seen edge-on in this view at frame t, as ("h" | "v",
+    coordinate) pairs: a plane whose normal lies along the picture's vertical (horizontal) axis is
+    a horizontal (vertical) line, moved by its path (/colliders/K/center). Needs python3-yaml to
+    read the config; without it, no line."""
     if view == "iso":
         return []
     try:
@@ -75,12 +92,15 @@ def ground_lines(f, view):
         return []
     i, j = VIEWS[view]
     lines = []
-    for c in cfg.get("colliders") or []:
+    for k, c in enumerate(cfg.get("colliders") or []):
         if not isinstance(c, dict) or c.get("type") != "plane":
             continue
         n = np.asarray(c.get("normal", [0, 1, 0]), float)
         n = n / (np.linalg.norm(n) or 1)
         offset = float(c.get("offset", 0))
+        path = f"colliders/{k}/center"
+        if path in f and t < f[path].shape[0]:
+            offset += float(n @ f[path][t])
         for axis, kind in ((j, "h"), (i, "v")):
             if abs(abs(n[axis]) - 1) < 1e-9:
                 lines.append((kind, offset / n[axis]))
@@ -94,7 +114,7 @@ def nice_length(span):
     return max(m * power for m in (1, 2, 5) if m * power <= target * 1.0001)
 
 
-def colours(f, t, mode, initial):
+def colours(f, t, mode, initial, palette=None):
     x = f["frames/positions"][t]
     if mode in ("nearest", "new"):
         com, ids = runs_mod.frame_clusters(f, t)
@@ -105,7 +125,7 @@ def colours(f, t, mode, initial):
         for a in range(0, len(x), 4096):
             d = ((x[a:a + 4096, None, :] - com[None, :, :]) ** 2).sum(axis=2)
             near[a:a + 4096] = np.argmin(d, axis=1)
-        c = cluster_colours(ids[near])
+        c = np.array([palette[int(i)] for i in ids[near]])
         if mode == "new":
             c[ids[near] < initial] = GREY
         return c, None
@@ -119,8 +139,8 @@ def colours(f, t, mode, initial):
         u, _, vt = np.linalg.svd((xc * m[:, None]).T @ rc)
         r = u @ np.diag([1, 1, np.sign(np.linalg.det(u @ vt))]) @ vt
         values, label = np.linalg.norm(xc - rc @ r.T, axis=1), "distance from rest shape (m)"
-    elif mode == "object":
-        values, label = f["rest/object"][:].astype(float), "object"
+    elif mode == "object":  # categories, not a scale: a colour per body
+        return PALETTE[(2 * f["rest/object"][:]) % len(PALETTE)], None
     else:
         name = mode.lstrip("/")
         if name not in f:
@@ -137,34 +157,44 @@ def colours(f, t, mode, initial):
     return values, label
 
 
+def limits(f, frames, view, spacing):
+    """The picture's bounds around the particles of these frames and the planes beside them."""
+    pts = [project(f["frames/positions"][t], view)[0] for t in frames]
+    lo = np.min([p.min(axis=0) for p in pts], axis=0) - spacing
+    hi = np.max([p.max(axis=0) for p in pts], axis=0) + spacing
+    for t in frames:
+        for kind, at in ground_lines(f, view, t):  # the picture shows the ground the solid rests on
+            k = 1 if kind == "h" else 0
+            lo[k], hi[k] = min(lo[k], at - 2 * spacing), max(hi[k], at + 2 * spacing)
+    hi[1] += 0.1 * (hi[1] - lo[1])  # an empty band on top for the scale bar
+    return lo, hi
+
+
 def render(f, frames, a, prefix, numbered):
-    """One PNG per frame; the same limits and colour scale for all of them."""
+    """One PNG per frame, in one colour scale. A movie's frames share one framing; each still
+    is framed around the body at its frame, so that it fills the picture wherever it went."""
     n = f["frames/positions"].shape[1]
     spacing = float(np.max(f.attrs.get("object_spacing", 0))) or 0.02  # the largest object's
     initial = int(f["clusters/count"][0])
-    pts = [project(f["frames/positions"][t], a.view)[0] for t in frames]
-    lo = np.min([p.min(axis=0) for p in pts], axis=0) - spacing
-    hi = np.max([p.max(axis=0) for p in pts], axis=0) + spacing
-    grounds = ground_lines(f, a.view)
-    for kind, at in grounds:  # the picture shows the ground the solid rests on
-        k = 1 if kind == "h" else 0
-        lo[k], hi[k] = min(lo[k], at - 2 * spacing), max(hi[k], at + 2 * spacing)
-    hi[1] += 0.1 * (hi[1] - lo[1])  # an empty band on top for the scale bar
-    span = np.maximum(hi - lo, 1e-9)
-    width = a.size
-    height = max(1.5, width * span[1] / span[0])
+    palette = cluster_palette(f, frames) if a.color in ("nearest", "new") else None
     scale = None
-    if a.color not in ("nearest", "new"):
+    if a.color not in ("nearest", "new", "object"):
         vals = [colours(f, t, a.color, initial)[0] for t in frames]
         scale = (float(np.min([v.min() for v in vals])), float(np.max([v.max() for v in vals])))
+    whole = limits(f, frames, a.view, spacing) if numbered else None
+    objects = int(f["rest/object"][:].max()) + 1
     written = []
     time = f["frames/time"][:]
     for count, t in enumerate(frames):
+        lo, hi = whole or limits(f, [t], a.view, spacing)
+        span = np.maximum(hi - lo, 1e-9)
+        width = a.size
+        height = max(1.5, width * span[1] / span[0])
         fig = plt.figure(figsize=(width + (1.2 if scale else 0), height))
         ax = fig.add_axes([0.02, 0.02, width / (width + (1.2 if scale else 0)) - 0.04, 0.9])
         xy, depth = project(f["frames/positions"][t], a.view)
         order = np.argsort(depth)
-        c, label = colours(f, t, a.color, initial)
+        c, label = colours(f, t, a.color, initial, palette)
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
         ax.set_aspect("equal")
@@ -180,7 +210,11 @@ def render(f, frames, a, prefix, numbered):
             sc = ax.scatter(xy[order, 0], xy[order, 1], s=s, c=c[order], cmap="viridis", vmin=scale[0],
                             vmax=scale[1], linewidths=0)
             fig.colorbar(sc, ax=ax, fraction=0.05, label=label)
-        for kind, at in grounds:
+        if a.color == "object" and objects > 1:
+            for o in range(objects):
+                ax.scatter([], [], s=20, color=PALETTE[(2 * o) % len(PALETTE)], label=f"object {o}")
+            ax.legend(fontsize=7, loc="upper right", frameon=False, ncol=1 + objects // 6)
+        for kind, at in ground_lines(f, a.view, t):
             (ax.axhline if kind == "h" else ax.axvline)(at, color="0.35", linewidth=1.2, zorder=0)
         # a scale bar in the upper left corner
         bar = nice_length(span[0])

@@ -103,6 +103,47 @@ def save(fig, prefix, formats=("png", "pdf")):
     return out
 
 
+def text(value):
+    """An HDF5 attribute as text."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def legend_labels(runs, longest=24):
+    """What tells the runs apart, and what they share: (labels, shared text, notes). A swept key
+    whose value is the same in every run goes in the shared text (a title), not in each label; a
+    value longer than `longest` characters (a matrix) is named by its key and number, and notes
+    says what each number stands for."""
+    keys = []
+    for r in runs:
+        keys += [k for k in r.values if k not in keys]
+    varying = [k for k in keys if len({str(r.values.get(k)) for r in runs}) > 1]
+    shared = ", ".join(f"{short_key(k)}={runs[0].values[k]}" for k in keys if k not in varying and k in runs[0].values)
+    numbers, notes = {}, []
+    labels = []
+    for r in runs:
+        if not r.values:
+            labels.append(r.label)
+            continue
+        parts = []
+        for k in varying:
+            v = str(r.values.get(k, ""))
+            if len(v) > longest:
+                if (k, v) not in numbers:
+                    numbers[(k, v)] = sum(1 for kk, _ in numbers if kk == k) + 1
+                    notes.append(f"{short_key(k)} {numbers[(k, v)]}: {v}")
+                v = str(numbers[(k, v)])
+                parts.append(f"{short_key(k)} {v}")
+            else:
+                parts.append(f"{short_key(k)}={v}")
+        labels.append(", ".join(parts) or r.label)
+    return labels, shared, notes
+
+
+def legend_outside(ax, ncol=1):
+    """The legend beside the axes, never over the data (saved with bbox_inches="tight")."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=ncol, frameon=False)
+
+
 def finite(x):
     x = np.asarray(x, dtype=float)
     return x[np.isfinite(x)]
