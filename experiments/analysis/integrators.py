@@ -5,7 +5,8 @@
 
 Columns: the scene (config name), the integrator, the other values the sweep varied, the energy
 it keeps (kinetic + potential + elastic at the end over at frame 0; for a run with work done by
-forces without a potential, over frame 0's plus that work), |L| at the end over at frame 0 ("-"
+forces without a potential, over frame 0's plus that work; "-" where nothing was given: pbd's
+stretched cube stores no energy in its springs), |L| at the end over at frame 0 ("-"
 where the body starts without angular momentum: nothing to keep), the lowest centre-of-mass
 height, and the median ms per frame (/timings/total).
 """
@@ -28,7 +29,7 @@ def row(run):
         given = e[0] + max(0.0, float(d["work_external"].max()))
         L = np.linalg.norm(d["angular_momentum"], axis=1)
         return {"scene": log.attrs.get("name", ""), "integrator": log.attrs.get("integrator", ""),
-                "energy": e[-1] / given if given else float("nan"),
+                "energy": e[-1] / given if given > 1e-12 else float("nan"),
                 "L": L[-1] / L[0] if L[0] > 1e-12 else float("nan"),
                 "low": float(d["center_of_mass"][:, 1].min()),
                 "ms": 1e3 * float(np.median(log.timings["total"][1:])), "status": log.attrs.get("status", "")}
@@ -44,7 +45,8 @@ def main(argv=None):
         x = row(r)
         other = ", ".join(f"{runs_mod.short_key(k)}={v}" for k, v in r.values.items() if k != "solver.integrator") or "-"
         L = "-" if np.isnan(x["L"]) else f"{x['L']:.3f}"
-        print(f"| {x['scene']} | {x['integrator']} | {other} | {x['energy']:.3f} | {L} | {x['low']:.3f} | {x['ms']:.2f} | "
+        energy = "-" if np.isnan(x["energy"]) else f"{x['energy']:.3f}"
+        print(f"| {x['scene']} | {x['integrator']} | {other} | {energy} | {L} | {x['low']:.3f} | {x['ms']:.2f} | "
               f"{x['status']} |")
 
 

@@ -114,18 +114,24 @@ static void report_gains(const csm_config *cfg, const csm_sim *sim, int always)
     if (!gain) return;
     csm_gain_stats st;
     csm_modulus_gains(&sim->w, mu, h, gain, &st);
-    for (int32_t c = 0; c < k; c++) kmax = fmax(kmax, csm_modulus_stiffness(&sim->w, mu, c));
+    double kmean = 0; /* the springs' h^2 k_c before the clamp and the continuum goals' share */
+    for (int32_t c = 0; c < k; c++) {
+        double kc = csm_modulus_stiffness(&sim->w, mu, c);
+        kmax = fmax(kmax, kc);
+        kmean += kc / k;
+    }
     free(gain);
     /* alpha_c <= 1 needs h <= 1 / sqrt(k_c) */
     long substeps = (long)ceil(cfg->dt * sqrt(kmax) - 1e-9);
     if (st.clamped)
         fprintf(stderr,
-                "csm: note: solver.modulus = %g Pa asks alpha_c up to %.3g at h = %g s: %d of %d clusters are clamped to "
+                "csm: note: solver.modulus = %g Pa asks h^2 k_c up to %.3g at h = %g s: %d of %d clusters are clamped to "
                 "1 and softer than the material; the step is too coarse for the modulus (time.substeps: %ld or more)\n",
                 mu, h * h * kmax, h, st.clamped, k, substeps);
     else if (always)
-        fprintf(stderr, "csm: solver.modulus = %g Pa: alpha_c %.3g .. %.3g (mean %.3g) at h = %g s\n", mu, st.min,
-                st.max, st.mean, h);
+        fprintf(stderr, "csm: solver.modulus = %g Pa: h^2 k_c up to %.3g (mean %.3g, at most 1 for a stable step) at h = %g s; "
+                "alpha_c %.3g .. %.3g (mean %.3g), the share of it the goals pull with\n", mu, h * h * kmax, h * h * kmean,
+                h, st.min, st.max, st.mean);
 }
 
 static int cmp_double(const void *a, const void *b)
