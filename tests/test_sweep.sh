@@ -190,9 +190,18 @@ for script in "$root"/experiments/analysis/*.py; do
 done
 # two rotations per cluster count are two series, not one: refused rather than pooled
 check "convergence.py refuses runs that differ in another swept key" \
-    sh -c "! $py '$root/experiments/analysis/convergence.py' out/tiny -o plots/pooled 2>&1 | grep -q 'observed rate'"
+    sh -c "! $py '$root/experiments/analysis/convergence.py' out/tiny -o plots/pooled 2>&1 | grep -q 'observed rate: error'"
 check "convergence.py writes its plot" [ -s plots/convergence.png -a -s plots/convergence.pdf ]
-check "convergence.py reports a rate" grep -q "observed rate: error ~ clusters^" conv.txt
+# a rate is fitted only where the distance from the finest run shrinks from run to run
+check "convergence.py reports a rate exactly when the distances shrink" "$py" -c '
+import sys
+rows = [l.split("|") for l in open(sys.argv[1]) if l.startswith("| ") and l[2].isdigit()]
+dist = [float(r[7]) for r in rows][:-1]
+shrinking = all(b < a for a, b in zip(dist, dist[1:]))
+text = open(sys.argv[1]).read()
+sys.exit(0 if ("observed rate: error ~ clusters^" in text) == shrinking and ("no observed rate" in text) != shrinking else 1)
+' conv.txt
+check "convergence.py says whether each run settled" grep -qE "^\| [0-9]+ .*\| (yes|no: drifts [0-9.]+ %|-) \|$" conv.txt
 $py "$root/experiments/analysis/timings.py" out/tiny >timings.txt 2>&1 || fail_ "timings.py: $(cat timings.txt)"
 check "timings.py prints a row per run" [ "$(grep -c '^| count=' timings.txt)" -eq 6 ]
 log=out/tiny/$(sed -n 2p out/tiny/index.csv | cut -d, -f1).h5

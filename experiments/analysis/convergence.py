@@ -14,7 +14,9 @@ or substeps instead (refining the particles with the clusters, or the step).
 
 --quantity
   tip          (default) the steady-state displacement of a tracked particle along --axis (default
-               y), averaged over the last --last seconds (default: the last fifth of the run). The
+               y), averaged over the last --last seconds (default: the last fifth of the run), and
+               whether it settled there: the means of the window's two halves within 1 % of each
+               other (else the table says how far it still drifts, and it counts as unsettled). The
                tracked particle is --particle, else the one farthest along +x in the rest shape (a
                cantilever's free end). Apparent stiffness is the inverse of this displacement.
   positions    the rms distance of every particle from where it is in the finest run, averaged
@@ -67,6 +69,7 @@ def measure(path, a):
             x = f["frames/positions"][:, i, AXES[a.axis]]
             row["value"] = float(np.mean(x[frames] - x[0]))
             row["particle"] = i
+            row["drift"] = drift(x[frames] - x[0])
         elif a.quantity == "positions":
             row["positions"] = f["frames/positions"][frames[0]: frames[-1] + 1]
             row["value"] = float("nan")
@@ -78,9 +81,24 @@ def measure(path, a):
             if d.ndim == 2:
                 d = np.linalg.norm(d, axis=1)
             row["value"] = float(np.mean(d[frames]))
+            row["drift"] = drift(d[frames])
         else:
             sys.exit(f"--quantity {a.quantity}: expected tip, positions or final:NAME")
     return row
+
+
+def drift(v):
+    """How far a series still moves over the averaging window: the change between the means of
+    its two halves, relative to its mean (nan for fewer than 4 frames)."""
+    v = np.asarray(v, float)
+    if len(v) < 4 or not np.all(np.isfinite(v)):
+        return float("nan")
+    h = len(v) // 2
+    mean = abs(np.mean(v))
+    return abs(np.mean(v[h:]) - np.mean(v[:h])) / mean if mean > 0 else 0.0
+
+
+SETTLED = 0.01  # the window's halves within 1 % of each other
 
 
 def rate(k, err):
@@ -136,8 +154,8 @@ def main(argv=None):
     unit = " (m)" if a.quantity in ("tip", "positions") else ""
     extra = "" if by == "clusters" else f" {by} |"
     print(f"| clusters |{extra} run | {what}{unit} | apparent stiffness (1/|value|) | change from the previous run "
-          f"| relative change | distance from the finest run |")
-    print("|---|---|---|---|---|---|---|" + ("" if by == "clusters" else "---|"))
+          f"| relative change | distance from the finest run | settled |")
+    print("|---|---|---|---|---|---|---|---|" + ("" if by == "clusters" else "---|"))
     prev = None
     for r in rows:
         stiff = 1 / abs(r["value"]) if r["value"] and np.isfinite(r["value"]) else float("nan")
@@ -146,12 +164,23 @@ def main(argv=None):
         relative = f"{100 * abs(r['change'] / r['value']):.1f} %" if np.isfinite(r["change"]) and r["value"] else ""
         prev = r["value"]
         col = "" if by == "clusters" else f" {r[by]} |"
+        dr = r.get("drift", float("nan"))
+        settled = "-" if not np.isfinite(dr) else "yes" if dr <= SETTLED else f"no: drifts {100 * dr:.1f} %"
         print(f"| {r['clusters']} |{col} {r['label']} | {r['value']:.6g} | {stiff:.4g} | {change} | {relative} "
-              f"| {r['error']:.3g} |")
+              f"| {r['error']:.3g} | {settled} |")
     errs = [r["error"] for r in coarse]
     shrinking = all(b < c for b, c in zip(errs[1:], errs[:-1]))
-    print(f"\nobserved rate: error ~ {by}^{slope:.2f} ({'monotone' if shrinking else 'not monotone'} "
-          f"over {len(coarse)} runs against the finest, {finest[by]} {by})")
+    unsettled = [r["label"] for r in rows if r.get("drift", 0) > SETTLED]
+    if unsettled:
+        print(f"\nnot settled over the averaging window (--last): {', '.join(unsettled)}; their values are not "
+              f"resting values")
+    if shrinking and np.isfinite(slope):
+        print(f"\nobserved rate: error ~ {by}^{slope:.2f} (monotone over {len(coarse)} runs against the finest, "
+              f"{finest[by]} {by})")
+    else:
+        fit = None  # a line through errors that do not shrink claims a rate there is not
+        print(f"\nno observed rate: the distance from the finest run ({finest[by]} {by}) does not shrink from run "
+              f"to run over the {len(coarse)} coarser runs")
     # converging means that successive changes shrink: a ratio below 1 between the last two
     if a.quantity != "positions" and len(rows) >= 3:
         d1, d2 = rows[-2]["change"], rows[-1]["change"]
@@ -182,7 +211,7 @@ def main(argv=None):
         ax.loglog(ke, np.exp(np.polyval(fit, np.log(ke))), ":", label=f"slope {slope:.2f}")
     ax.set_xlabel(by)
     ax.set_ylabel(f"|Δ {what}|{unit}" if a.quantity != "positions" else "rms distance from the finest run (m)")
-    ax.legend(fontsize=8)
+    runs_mod.legend_outside(ax)
     if a.title:
         fig.suptitle(a.title)
     for path in runs_mod.save(fig, a.output):
