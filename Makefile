@@ -58,7 +58,7 @@ $(OUT)/stretch_cube.md:
 	    --set 'sweep={clustering.radius: [0.35, 2], solver.iterations: [0, 5], solver.conserve: [none, angular]}'
 	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where radius=0.35 -q kinetic_energy -q max_strain -q angular_momentum.z \
 	    --log -o $(OUT)/stretch_cube > $@
-	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where radius=2 -q kinetic_energy -q max_strain -o $(OUT)/stretch_cube_one_cluster >> $@
+	$(PY) $(A)/compare.py $(OUT)/stretch_cube --where radius=2 -q kinetic_energy -q max_strain --until 0.5 -o $(OUT)/stretch_cube_one_cluster >> $@
 	$(PY) $(A)/momenta.py $(OUT)/stretch_cube >> $@
 
 # Bargteil-Jones 2014 Sec 3: the cube dropped on the ground, shape matching, strain limiting, PBD.

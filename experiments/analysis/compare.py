@@ -2,7 +2,7 @@
 """Overlay diagnostics of several runs against time: one panel per quantity, one line per run.
 
     MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/compare.py RUNS... \\
-        [-q QUANTITY]... [-o PREFIX] [--title TEXT] [--log]
+        [-q QUANTITY]... [-o PREFIX] [--title TEXT] [--log] [--until SECONDS]
 
 RUNS are sweep folders (their index.csv) and .h5 logs. Writes PREFIX.png and PREFIX.pdf
 (default out/compare) and prints, per run and quantity, the first, last, min and max values.
@@ -99,6 +99,8 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default="out/compare", help="output prefix (writes .png and .pdf)")
     ap.add_argument("--title", default="")
     ap.add_argument("--log", action="store_true", help="logarithmic y axes")
+    ap.add_argument("--until", type=float, help="plot the first SECONDS only (a motion too fast to read over the "
+                    "whole run; the table still covers it all)")
     ap.add_argument("--where", action="append", help="KEY=VALUE: only the sweep's runs with this swept value")
     a = ap.parse_args(argv)
     quantities = a.quantity or ["kinetic_energy", "angular_momentum"]
@@ -126,6 +128,8 @@ def main(argv=None):
     for note in notes:
         print(f"\n{note}")
     axes[-1, 0].set_xlabel("time (s)")
+    if a.until:
+        axes[-1, 0].set_xlim(0.0, a.until)
     runs_mod.legend_outside(axes[0, 0], ncol=2 if len(runs) > 12 else 1)
     title = a.title or ": ".join(x for x in (scene, shared) if x)
     if title:
