@@ -1,10 +1,12 @@
-#define _GNU_SOURCE /* sched_getaffinity, getloadavg */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "args.h"
 #include "error.h"
 
 #include "commands.h"
 
+#include <dirent.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +22,63 @@ int csm_cores(void)
     return n < 1 ? 1 : (int)n;
 }
 
-int csm_default_threads(int *cores, double *load)
+/* This process's threads that are running or runnable (an OpenMP team still spinning). */
+static int own_running(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], state = 0;
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        /* pid (comm) state ...: the state follows the last ')' */
+        char line[512];
+        if (fgets(line, sizeof line, f)) {
+            char *p = strrchr(line, ')');
+            if (p && p[1] == ' ') state = p[2];
+        }
+        fclose(f);
+        n += state == 'R';
+    }
+    closedir(d);
+    return n > 0 ? n : 1;
+}
+
+/* Threads of other processes that want a core now: /proc/loadavg's runnable count less this
+   process's own, the least of a few samples 2 ms apart, so that a passing process does not
+   count; -1 where it cannot be read. The one-minute load average would count the run that just
+   ended. */
+static int busy_now(void)
+{
+    int least = -1;
+    for (int k = 0; k < 5; k++) {
+        FILE *f = fopen("/proc/loadavg", "r");
+        int running = 0, total = 0;
+        double a, b, c;
+        int got = f ? fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) : 0;
+        if (f) fclose(f);
+        if (got != 5) return -1;
+        int others = running - own_running();
+        if (others < 0) others = 0;
+        if (least < 0 || others < least) least = others;
+        struct timespec pause = {0, 2000000};
+        nanosleep(&pause, NULL);
+    }
+    return least;
+}
+
+int csm_default_threads(int *cores, int *busy)
 {
     *cores = csm_cores();
-    *load = -1;
+    *busy = -1;
     if (getenv("OMP_NUM_THREADS")) return 0;
-    double avg[1];
-    if (getloadavg(avg, 1) != 1) return *cores;
-    *load = avg[0];
+    *busy = busy_now();
+    if (*busy < 0) return *cores;
     /* a thread that waits for a core stalls every parallel loop's barrier: one per free core */
-    int busy = (int)(avg[0] + 0.5), free = *cores - busy;
+    int free = *cores - *busy;
     return free < 1 ? 1 : free > *cores ? *cores : free;
 }
 

@@ -43,10 +43,10 @@ int csm_threads_max(void);
 /* The cores this process may run on: SLURM_CPUS_PER_TASK where set, else its CPU affinity
    (taskset, a batch system's cpuset). */
 int csm_cores(void);
-/* The threads a run that names none takes: its cores less those the one-minute load average
-   says other processes keep busy, at least one (results are the same bits for any count; a
-   thread without a core of its own stalls every parallel loop). *cores and *load (-1: unknown)
+/* The threads a run that names none takes: its cores less those other processes' threads keep
+   busy now (runnable, /proc/loadavg), at least one (results are the same bits for any count; a
+   thread without a core of its own stalls every parallel loop). *cores and *busy (-1: unknown)
    are what it read. 0 when OMP_NUM_THREADS is set: OpenMP's choice. */
-int csm_default_threads(int *cores, double *load);
+int csm_default_threads(int *cores, int *busy);
 
 #endif

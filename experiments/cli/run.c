@@ -200,10 +200,9 @@ int csm_cmd_run(int argc, char **argv)
         return CSM_EXIT_BAD_INPUT;
     }
     if (a.out || a.resume) a.sets[a.nsets++] = outset = out_override(a.resume ? a.resume : a.out);
-    int cores = 0, fewer = 0;
-    double load = -1;
+    int cores = 0, fewer = 0, busy = -1;
     if (!a.threads) {
-        a.threads = csm_default_threads(&cores, &load);
+        a.threads = csm_default_threads(&cores, &busy);
         fewer = a.threads > 0 && a.threads < cores;
     }
     csm_options opt = {.size = sizeof opt, .log = a.resume, .log_config = 1, .force = a.force,
@@ -224,8 +223,8 @@ int csm_cmd_run(int argc, char **argv)
         fprintf(stderr, "csm: note: %s holds a sweep; this runs its base config (csm sweep runs every combination)\n",
                 a.config);
     if (fewer) /* said once the run stands, so that an error stays one line */
-        fprintf(stderr, "csm: note: %d of %d cores are busy (load average %.2f): %d thread%s (--threads N to choose)\n",
-                cores - a.threads, cores, load, a.threads, a.threads == 1 ? "" : "s");
+        fprintf(stderr, "csm: note: other processes keep %d of the %d cores busy: %d thread%s (--threads N to choose)\n",
+                busy < cores ? busy : cores - 1, cores, a.threads, a.threads == 1 ? "" : "s");
     if (!a.resume) report_joined(&sim->w);
     if (sim->w.degenerate_clusters > 0 && !a.resume)
         fprintf(stderr, "csm: note: %d of %d clusters are planar, collinear or single particles; their A_rr is "
