@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Pictures of a log: particles as discs, projected onto a plane, coloured by the nearest cluster
-centre (Falkenstein 2017 Fig 2 and 4) or by a per-particle quantity, with a scale bar and the
-ground (a plane collider seen edge-on) drawn in; a movie with ffmpeg.
+centre (Falkenstein 2017 Fig 2 and 4) or by a per-particle quantity and shaded by depth (nearer
+lighter), with a scale bar and the ground (a plane collider seen edge-on) drawn in; a movie with
+ffmpeg.
 
     MPLBACKEND=Agg /usr/bin/python3 experiments/analysis/render.py LOG \\
         [--frames 0,-1 | --every K] [--color nearest|new|speed|displacement|object|DATASET] \\
@@ -204,12 +205,16 @@ def render(f, frames, a, prefix, numbered):
         bbox = ax.get_window_extent()
         per_unit = min(bbox.width / span[0], bbox.height / span[1]) * 72.0 / fig.dpi
         s = (0.9 * spacing * per_unit) ** 2
-        if label is None:
-            ax.scatter(xy[order, 0], xy[order, 1], s=s, c=c[order], linewidths=0)
-        else:
-            sc = ax.scatter(xy[order, 0], xy[order, 1], s=s, c=c[order], cmap="viridis", vmin=scale[0],
-                            vmax=scale[1], linewidths=0)
-            fig.colorbar(sc, ax=ax, fraction=0.05, label=label)
+        if label is not None:  # a quantity: its colours on one scale for every frame
+            norm = matplotlib.colors.Normalize(vmin=scale[0], vmax=scale[1])
+            mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap="viridis")
+            fig.colorbar(mappable, ax=ax, fraction=0.05, label=label)
+            c = mappable.to_rgba(c)
+        # nearer discs lighter, farther ones darker, so that the shape reads (a twist, a dent)
+        near = (depth - depth.min()) / max(float(np.ptp(depth)), 1e-12)
+        shaded = np.array(c, float)
+        shaded[:, :3] *= (0.55 + 0.45 * near)[:, None]
+        ax.scatter(xy[order, 0], xy[order, 1], s=s, c=shaded[order], linewidths=0)
         if a.color == "object" and objects > 1:
             for o in range(objects):
                 ax.scatter([], [], s=20, color=PALETTE[(2 * o) % len(PALETTE)], label=f"object {o}")
