@@ -33,6 +33,7 @@ import numpy as np
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.patches  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runs as runs_mod  # noqa: E402
@@ -76,13 +77,10 @@ def cluster_palette(f, frames):
     return {i: PALETTE[k] for i, k in colour.items()}
 
 
-def ground_lines(f, view, t=0):
-    """The plane colliders of the log's config seen edge-on in this view at frame t, as ("h" | "v",
-    coordinate) pairs: a plane whose normal lies along the picture's vertical (horizontal) axis is
-    a horizontal (vertical) line, moved by its path (/colliders/K/center). Needs python3-yaml to
-    read the config; without it, no line."""
-    if view == "iso":
-        return []
+def planes(f, t=0):
+    """The plane colliders of the log's config at frame t, as (unit normal, offset) pairs, moved
+    by their paths (/colliders/K/center). Needs python3-yaml to read the config; without it,
+    none."""
     try:
         import yaml
     except ImportError:
@@ -91,8 +89,7 @@ def ground_lines(f, view, t=0):
         cfg = yaml.safe_load(str(f.attrs.get("config", ""))) or {}
     except yaml.YAMLError:
         return []
-    i, j = VIEWS[view]
-    lines = []
+    out = []
     for k, c in enumerate(cfg.get("colliders") or []):
         if not isinstance(c, dict) or c.get("type") != "plane":
             continue
@@ -102,10 +99,54 @@ def ground_lines(f, view, t=0):
         path = f"colliders/{k}/center"
         if path in f and t < f[path].shape[0]:
             offset += float(n @ f[path][t])
-        for axis, kind in ((j, "h"), (i, "v")):
-            if abs(abs(n[axis]) - 1) < 1e-9:
-                lines.append((kind, offset / n[axis]))
+        out.append((n, offset))
+    return out
+
+
+def edge_on(n, view):
+    """The picture axis (0 across, 1 up) a plane of normal n is seen edge-on along, or None."""
+    if view == "iso":
+        return None
+    i, j = VIEWS[view]
+    for axis, k in ((j, 1), (i, 0)):
+        if abs(abs(n[axis]) - 1) < 1e-9:
+            return k
+    return None
+
+
+def ground_lines(f, view, t=0):
+    """The plane colliders seen edge-on in this view at frame t, as ("h" | "v", coordinate) pairs:
+    a plane whose normal lies along the picture's vertical (horizontal) axis is a horizontal
+    (vertical) line."""
+    lines = []
+    for n, offset in planes(f, t):
+        k = edge_on(n, view)
+        if k is not None:
+            i, j = VIEWS[view]
+            axis = j if k == 1 else i
+            lines.append(("h" if k == 1 else "v", offset / n[axis]))
     return lines
+
+
+def plane_quads(f, view, t, x):
+    """The plane colliders not seen edge-on, each as the patch of the plane under the body (its
+    footprint and half as much again around it): (picture corners (4, 2), depth of the patch's
+    centre)."""
+    quads = []
+    for n, offset in planes(f, t):
+        if edge_on(n, view) is not None:
+            continue
+        u = np.cross(n, [1.0, 0, 0] if abs(n[0]) < 0.9 else [0, 1.0, 0])
+        u /= np.linalg.norm(u)
+        v = np.cross(n, u)
+        a, b = x @ u, x @ v
+        pad = 0.5 * max(np.ptp(a), np.ptp(b), 1e-3)
+        corners = [(a.min() - pad, b.min() - pad), (a.max() + pad, b.min() - pad), (a.max() + pad, b.max() + pad),
+                   (a.min() - pad, b.max() + pad)]
+        pts = np.array([offset * n + p * u + q * v for p, q in corners])
+        xy, depth = project(pts, view)
+        quads.append((xy, float(depth.mean())))
+    return quads
 
 
 def nice_length(span):
@@ -214,7 +255,13 @@ def render(f, frames, a, prefix, numbered):
         near = (depth - depth.min()) / max(float(np.ptp(depth)), 1e-12)
         shaded = np.array(c, float)
         shaded[:, :3] *= (0.55 + 0.45 * near)[:, None]
-        ax.scatter(xy[order, 0], xy[order, 1], s=s, c=shaded[order], linewidths=0)
+        # planes seen at an angle (a press's plates, the ground in iso): behind the body or in
+        # front of it by their depth, translucent
+        for corners, at in plane_quads(f, a.view, t, f["frames/positions"][t]):
+            front = at > float(depth.mean())
+            ax.add_patch(matplotlib.patches.Polygon(corners, closed=True, facecolor="0.5", edgecolor="0.3",
+                                                    alpha=0.18 if front else 0.35, zorder=3 if front else 0))
+        ax.scatter(xy[order, 0], xy[order, 1], s=s, c=shaded[order], linewidths=0, zorder=2)
         if a.color == "object" and objects > 1:
             for o in range(objects):
                 ax.scatter([], [], s=20, color=PALETTE[(2 * o) % len(PALETTE)], label=f"object {o}")
