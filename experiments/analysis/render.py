@@ -78,9 +78,9 @@ def cluster_palette(f, frames):
 
 
 def planes(f, t=0):
-    """The plane colliders of the log's config at frame t, as (unit normal, offset) pairs, moved
-    by their paths (/colliders/K/center). Needs python3-yaml to read the config; without it,
-    none."""
+    """The plane colliders of the log's config at frame t, as (unit normal, offset) pairs, where
+    their paths have taken them (/colliders/K/center, which stands at offset n at rest, and
+    /colliders/K/rotation). Needs python3-yaml to read the config; without it, none."""
     try:
         import yaml
     except ImportError:
@@ -96,9 +96,11 @@ def planes(f, t=0):
         n = np.asarray(c.get("normal", [0, 1, 0]), float)
         n = n / (np.linalg.norm(n) or 1)
         offset = float(c.get("offset", 0))
-        path = f"colliders/{k}/center"
-        if path in f and t < f[path].shape[0]:
-            offset += float(n @ f[path][t])
+        centre, turn = f"colliders/{k}/center", f"colliders/{k}/rotation"
+        if centre in f and t < f[centre].shape[0]:  # where its path has taken it: offset n at rest
+            if turn in f and t < f[turn].shape[0]:
+                n = f[turn][t] @ n
+            offset = float(n @ f[centre][t])
         out.append((n, offset))
     return out
 
@@ -255,12 +257,13 @@ def render(f, frames, a, prefix, numbered):
         near = (depth - depth.min()) / max(float(np.ptp(depth)), 1e-12)
         shaded = np.array(c, float)
         shaded[:, :3] *= (0.55 + 0.45 * near)[:, None]
-        # planes seen at an angle (a press's plates, the ground in iso): behind the body or in
-        # front of it by their depth, translucent
+        # planes seen at an angle (a press's plates, the ground in iso): filled behind the body,
+        # outlined in front of it, so that they hide none of it
         for corners, at in plane_quads(f, a.view, t, f["frames/positions"][t]):
             front = at > float(depth.mean())
-            ax.add_patch(matplotlib.patches.Polygon(corners, closed=True, facecolor="0.5", edgecolor="0.3",
-                                                    alpha=0.18 if front else 0.35, zorder=3 if front else 0))
+            ax.add_patch(matplotlib.patches.Polygon(corners, closed=True, facecolor="none" if front else "0.8",
+                                                    edgecolor="0.3", linestyle="--" if front else "-",
+                                                    linewidth=1.0, zorder=3 if front else 0))
         ax.scatter(xy[order, 0], xy[order, 1], s=s, c=shaded[order], linewidths=0, zorder=2)
         if a.color == "object" and objects > 1:
             for o in range(objects):
