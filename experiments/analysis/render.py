@@ -33,6 +33,7 @@ import numpy as np
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.collections  # noqa: E402
 import matplotlib.patches  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -151,6 +152,108 @@ def plane_quads(f, view, t, x):
     return quads
 
 
+def rotation_degrees(deg):
+    """A config's `rotate`: deg[0] degrees about x, then deg[1] about y, then deg[2] about z."""
+    r = np.eye(3)
+    for axis in range(3):
+        t = np.radians(float(deg[axis]))
+        b, d = (axis + 1) % 3, (axis + 2) % 3
+        a = np.eye(3)
+        a[b, b], a[b, d], a[d, b], a[d, d] = np.cos(t), -np.sin(t), np.sin(t), np.cos(t)
+        r = a @ r
+    return r
+
+
+def read_mesh(path):
+    """Vertices (n, 3) and triangles (m, 3) of an OFF or OBJ file (polygons fanned)."""
+    v, tri = [], []
+    with open(path) as fh:
+        if path.lower().endswith(".off"):
+            words = [w for line in fh for w in line.split("#")[0].split()]
+            if words and words[0].upper().endswith("OFF"):
+                words = words[1:] if words[0].upper() == "OFF" else [words[0][3:]] + words[1:]
+            nv, nf = int(words[0]), int(words[1])
+            at = 3
+            v = np.array(words[at:at + 3 * nv], float).reshape(nv, 3)
+            at += 3 * nv
+            for _ in range(nf):
+                k = int(words[at])
+                ids = [int(x) for x in words[at + 1:at + 1 + k]]
+                tri += [(ids[0], ids[j], ids[j + 1]) for j in range(1, k - 1)]
+                at += 1 + k
+            return v, np.array(tri, int)
+        for line in fh:
+            parts = line.split()
+            if parts and parts[0] == "v":
+                v.append([float(x) for x in parts[1:4]])
+            elif parts and parts[0] == "f":
+                ids = [int(p.split("/")[0]) - 1 for p in parts[1:]]
+                tri += [(ids[0], ids[j], ids[j + 1]) for j in range(1, len(ids) - 1)]
+    return np.array(v, float), np.array(tri, int)
+
+
+def find_beside(path, config_file):
+    """A config's relative path as csm finds it: from here, then the config's folder and up."""
+    if os.path.exists(path) or os.path.isabs(path):
+        return path
+    folder = os.path.dirname(config_file) if config_file and config_file != "--set" else "."
+    for _ in range(16):
+        p = os.path.join(folder, path)
+        if os.path.exists(p):
+            return p
+        folder = os.path.join(folder, "..")
+    return None
+
+
+def collider_meshes(f):
+    """The mesh colliders of the log's config, placed at rest as csm places them (rotate, fit,
+    scale about the bounding box's centre, then center): (collider index, vertices, triangles).
+    A mesh whose file cannot be found here is left out."""
+    try:
+        import yaml
+        cfg = yaml.safe_load(str(f.attrs.get("config", ""))) or {}
+    except Exception:  # no python3-yaml, or a config it cannot read: no meshes
+        return []
+    config_file = runs_mod.text(f.attrs.get("config_file", ""))
+    out = []
+    for k, c in enumerate(cfg.get("colliders") or []):
+        if not isinstance(c, dict) or c.get("type") != "mesh" or not c.get("path"):
+            continue
+        path = find_beside(str(c["path"]), config_file)
+        if not path:
+            continue
+        v, tri = read_mesh(path)
+        v = v @ rotation_degrees(c.get("rotate", [0, 0, 0])).T
+        lo, hi = v.min(axis=0), v.max(axis=0)
+        scale = float(c.get("scale", 1.0))
+        if c.get("fit") == "unit_box" and (hi - lo).max() > 0:
+            scale /= (hi - lo).max()
+        v = (v - 0.5 * (lo + hi)) * scale + np.asarray(c.get("center", [0, 0, 0]), float)
+        out.append((k, v, tri))
+    return out
+
+
+def draw_meshes(ax, f, meshes, view, t, body_depth):
+    """The mesh colliders at frame t, moved along their paths, as shaded triangles (painter's
+    order), behind the body (a sheet draped over them, a body on them)."""
+    light = np.array([0.3, 0.8, 0.5]) / np.linalg.norm([0.3, 0.8, 0.5])
+    for k, v, tri in meshes:
+        centre, turn = f"colliders/{k}/center", f"colliders/{k}/rotation"
+        if centre in f and t < f[centre].shape[0]:
+            c0 = f[centre][0]
+            r = f[turn][t] if turn in f and t < f[turn].shape[0] else np.eye(3)
+            v = (v - c0) @ r.T + f[centre][t]
+        xy, depth = project(v, view)
+        corners = xy[tri]
+        normal = np.cross(v[tri[:, 1]] - v[tri[:, 0]], v[tri[:, 2]] - v[tri[:, 0]])
+        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+        shade = 0.45 + 0.5 * np.abs(normal @ light)
+        order = np.argsort(depth[tri].mean(axis=1))
+        colours = np.column_stack([shade, shade, shade, np.ones_like(shade)])[order]
+        ax.add_collection(matplotlib.collections.PolyCollection(corners[order], facecolors=colours,
+                                                                edgecolors="none", zorder=0))
+
+
 def nice_length(span):
     """A round length (1, 2 or 5 times a power of ten) of about a fifth of span."""
     target = span / 5
@@ -226,6 +329,7 @@ def render(f, frames, a, prefix, numbered):
         vals = [colours(f, t, a.color, initial)[0] for t in frames]
         scale = (float(np.min([v.min() for v in vals])), float(np.max([v.max() for v in vals])))
     whole = limits(f, frames, a.view, spacing) if numbered else None
+    meshes = collider_meshes(f)
     objects = int(f["rest/object"][:].max()) + 1
     written = []
     time = f["frames/time"][:]
@@ -264,6 +368,7 @@ def render(f, frames, a, prefix, numbered):
             ax.add_patch(matplotlib.patches.Polygon(corners, closed=True, facecolor="none" if front else "0.8",
                                                     edgecolor="0.3", linestyle="--" if front else "-",
                                                     linewidth=1.0, zorder=3 if front else 0))
+        draw_meshes(ax, f, meshes, a.view, t, depth)
         ax.scatter(xy[order, 0], xy[order, 1], s=s, c=shaded[order], linewidths=0, zorder=2)
         if a.color == "object" and objects > 1:
             for o in range(objects):
