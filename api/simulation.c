@@ -108,7 +108,8 @@ static int build(csm_simulation *s, const csm_options *opt, csm_error *err)
     if (log && !resume && log_room(log, opt->force, err)) return -1;
     if (s->threads > 0) csm_set_threads(s->threads);
     if (csm_sim_create(&s->cfg, &s->sim, err)) return -1;
-    if (log && (resume ? csm_log_resume(log, &s->sim, &s->log, err) : csm_log_open(log, &s->sim, &s->log, err))) {
+    if (log && ((!resume && csm_log_check_fits(log, &s->sim, err)) ||
+                (resume ? csm_log_resume(log, &s->sim, &s->log, err) : csm_log_open(log, &s->sim, &s->log, err)))) {
         csm_sim_destroy(&s->sim);
         return -1;
     }

@@ -104,10 +104,23 @@ for sig in INT TERM; do
     check "SIG$sig: resumed on 2 threads = uninterrupted" [ "$(compare "$tmp/full.h5" "$tmp/$sig.h5")" = same ]
 done
 
-# --- a write error: the file may not grow past 3 MB ---------------------------------------
+# --- a write error: the file may not grow past 3 MB, then 8 MB ----------------------------
+# a run whose log cannot fit is refused before it writes anything
 (
     ulimit -f 3000
     exec "$csm" run "$cube" "${long[@]}" -o "$tmp/full_disk.h5"
+) >"$tmp/nofit.out" 2>&1
+rc=$?
+check "no fit: a new run whose log needs more than the limit exits 1 (got $rc)" [ $rc -eq 1 ]
+check "... saying what it needs and what there is" \
+    grep -qE "full_disk.h5: the log needs about [0-9.]+ MiB \(151 frames of 1331 particles\) and 2.9 MiB are allowed by the file size limit \(ulimit -f\); nothing was written" "$tmp/nofit.out"
+check "... and leaving no file" [ ! -e "$tmp/full_disk.h5" ]
+# a limit met in the middle of a run: a short run that fits, resumed for the whole run
+short=(--frames 10 --set time.substeps=40 --threads 1)
+"$csm" run "$cube" "${short[@]}" -o "$tmp/full_disk.h5" >/dev/null 2>&1
+(
+    ulimit -f 8000
+    exec "$csm" run --resume "$tmp/full_disk.h5" --frames 150
 ) >"$tmp/disk.out" 2>&1
 rc=$?
 check "write error: exit 1 (got $rc)" [ $rc -eq 1 ]
@@ -115,7 +128,7 @@ check "write error: one line naming the file and frame" grep -qE "full_disk.h5: 
 # a resume with no more room is refused before it writes anything: the log stays readable (a resume
 # that found no room used to leave it unreadable)
 (
-    ulimit -f 3000
+    ulimit -f 8000
     exec "$csm" run --resume "$tmp/full_disk.h5"
 ) >"$tmp/noroom.out" 2>&1
 rc=$?
@@ -132,12 +145,15 @@ check "write error: h5py reads the $T frames before it" [ $ok = yes ]
 "$csm" run --resume "$tmp/full_disk.h5" >/dev/null 2>&1
 check "write error: resumed with room = uninterrupted" [ "$(compare "$tmp/full.h5" "$tmp/full_disk.h5")" = same ]
 
-# --- a full disk (a 4 MB tmpfs, where this machine lets the test mount one) ------------------
+# --- a full disk (an 8 MB tmpfs, where this machine lets the test mount one) -----------------
 small="$tmp/small"
 mkdir -p "$small"
-if mount -t tmpfs -o size=4m tmpfs "$small" 2>/dev/null; then
+if mount -t tmpfs -o size=8m tmpfs "$small" 2>/dev/null; then
     trap 'umount "$small" 2>/dev/null; rm -rf "$tmp"' EXIT
     "$csm" run "$cube" "${long[@]}" -o "$small/v.h5" >"$tmp/tmpfs.out" 2>&1
+    check "full disk: a run whose log cannot fit is refused" grep -qE "the log needs about .* free on its file system; nothing was written" "$tmp/tmpfs.out"
+    "$csm" run "$cube" "${short[@]}" -o "$small/v.h5" >/dev/null 2>&1
+    "$csm" run --resume "$small/v.h5" --frames 150 >"$tmp/tmpfs.out" 2>&1
     check "full disk: the run stops on a write error" grep -qE "write error at frame [0-9]+ \(disk full\)" "$tmp/tmpfs.out"
     # read as it stands, writing nothing: the killed writer's mark stays until csm clears it
     swmr_frames() { "$py" -c "import sys, h5py; print(len(h5py.File(sys.argv[1], 'r', swmr=True)['frames/time']))" "$1" 2>/dev/null; }
@@ -163,7 +179,7 @@ printf 'objects:\n  - shape: {type: box, size: [0.4, 0.4, 0.4]}\n    sampling: {
 "$csm" run "$tmp/side.yaml" -o "$tmp/side.h5" >/dev/null 2>&1
 had=no
 [ -e "$tmp/side.xmf" ] && [ -e "$tmp/side.view.hdf5" ] && had=yes
-"$csm" run "$tmp/side.yaml" -o "$tmp/side.h5" --force --frames 10000000 >/dev/null 2>&1 &
+"$csm" run "$tmp/side.yaml" -o "$tmp/side.h5" --force --frames 10000000 --set output.every=1000 >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 100); do
     [ -e "$tmp/side.xmf" ] || break
@@ -280,7 +296,7 @@ PY
 # the output folder moved while the run writes: the status still reaches the file (it went to the
 # old path, and the moved log said `running`), and the run says where it stands
 mkdir -p "$tmp/mv1"
-"$csm" run "$tmp/more.yaml" --frames 100000000 -o "$tmp/mv1/long.h5" >"$tmp/mv.txt" 2>&1 &
+"$csm" run "$tmp/more.yaml" --frames 100000000 --set output.every=1000 -o "$tmp/mv1/long.h5" >"$tmp/mv.txt" 2>&1 &
 pid=$!
 sleep 1
 mv "$tmp/mv1" "$tmp/mv2"
@@ -334,15 +350,18 @@ check "... with the log ok and its sidecar written" sh -c '"$1" info "$2" | grep
 # aborted under a memory limit with no message); interrupted, it ends as any run does
 if ! nm -D "$(dirname "$csm")/libcsm.so" | grep -q __asan_init; then # the sanitizer reserves terabytes
     printf 'name: long\nobjects:\n  - shape: {type: box, size: [0.3, 0.3, 0.3]}\n    sampling: {spacing: 0.1}\n' >"$tmp/long.yaml"
-    (ulimit -v 3000000 && exec timeout --preserve-status -s INT 3 "$csm" run "$tmp/long.yaml" --frames 1000000000 -o "$tmp/long.h5") \
-        >"$tmp/long.txt" 2>&1
+    # its log of a billion frames cannot fit: refused before anything is written
+    expect 1 "long.h5: the log needs about [0-9.]+ [GT]iB \(1000000001 frames of 64 particles\) and .* are free on its file system; nothing was written" -- \
+        "$csm" run "$tmp/long.yaml" --frames 1000000000 -o "$tmp/long.h5"
+    (ulimit -v 3000000 && exec timeout --preserve-status -s INT 3 "$csm" run "$tmp/long.yaml" --frames 1000000000 \
+        --set output.every=10000 -o "$tmp/long.h5") >"$tmp/long.txt" 2>&1
     code=$?
-    check "--frames 1000000000 under a 3 GB limit runs until interrupted: exit 130 ($code)" [ "$code" -eq 130 ]
+    check "--frames 1000000000 (every 10000th logged) under a 3 GB limit runs until interrupted: exit 130 ($code)" [ "$code" -eq 130 ]
     pylog "$tmp/long.h5" <<'PY'
 import sys
 from logcheck import check, finish, log
 f = log(sys.argv[1])
-check(f.attrs["status"] == "interrupted" and f["frames/time"].shape[0] > 10, f"status {f.attrs['status']}, {f['frames/time'].shape[0]} frames")
+check(f.attrs["status"] == "interrupted" and f["frames/time"].shape[0] >= 2, f"status {f.attrs['status']}, {f['frames/time'].shape[0]} frames")
 finish()
 PY
     # out of memory anywhere: one line naming where, exit 1 (it aborted with no message); a

@@ -235,7 +235,7 @@ check "--max-runs: the listed ids are distinct" [ "$(cut -f1 big.txt | sort -u |
 # place and both wrote one .log); shards of another count in the folder at the same time are refused
 id=$("$csm" sweep tiny.yaml --list --frames 2 2>/dev/null | head -1 | cut -f1)
 mkdir -p orphan/.partial
-"$csm" run tiny.yaml --set 'clustering.count=2' --frames 100000000 -o "orphan/.partial/$id.h5" >/dev/null 2>&1 &
+"$csm" run tiny.yaml --set 'clustering.count=2' --frames 100000000 --set output.every=1000 -o "orphan/.partial/$id.h5" >/dev/null 2>&1 &
 orphan=$!
 sleep 1
 "$csm" sweep tiny.yaml -o orphan --frames 2 --jobs 1 >orphan.txt 2>&1
@@ -246,7 +246,7 @@ check "... and leaves its log where its writer writes it" sh -c '[ -s "orphan/.p
 check "... while the other runs ran" [ "$(ls orphan/*.h5 | wc -l)" -eq 5 ]
 kill -INT $orphan
 wait $orphan
-"$csm" sweep tiny.yaml -o shards --shard 1/2 --frames 100000000 --jobs 1 >/dev/null 2>&1 &
+"$csm" sweep tiny.yaml -o shards --shard 1/2 --frames 100000000 --set output.every=1000 --jobs 1 >/dev/null 2>&1 &
 shard=$!
 sleep 1
 expect 2 "shards of 2 run in this folder now; these are of 3" -- "$csm" sweep tiny.yaml -o shards --shard 1/3 --frames 2

@@ -74,6 +74,10 @@ int csm_log_is_hdf5(const char *path);
    memberships and rest data once. *most (when not NULL): with a version of those every frame, as
    a reclustering run may write. */
 double csm_log_estimate(const csm_sim *sim, double *most);
+/* Before a new log is created at `path`: -1 (err says how much is needed and what there is) when
+   the estimate above exceeds the room on its file system or under the file size limit. A resume
+   checks only the room of its next frames (csm_log_check_room). */
+int csm_log_check_fits(const char *path, const csm_sim *sim, csm_error *err);
 int csm_log_diagnostic_count(void);
 const char *csm_log_diagnostic_name(int k, int *width);
 int csm_log_diagnostic_values(const csm_sim *sim, const csm_diag *d, double *out, int size);

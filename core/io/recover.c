@@ -228,6 +228,37 @@ int csm_log_check_room(const char *path, csm_error *err)
                     path, have, what, want, (long long)(frames > 0 ? frames : 0));
 }
 
+int csm_log_check_fits(const char *path, const csm_sim *sim, csm_error *err)
+{
+    uint64_t need = (uint64_t)csm_log_estimate(sim, NULL), room = UINT64_MAX, replaced = 0;
+    const char *what = "free on its file system";
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) replaced = (uint64_t)st.st_size; /* --force frees it */
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else snprintf(dir, sizeof dir, ".");
+    struct statvfs v;
+    if (statvfs(slash == path ? "/" : dir, &v) == 0) {
+        if ((v.f_flag & ST_RDONLY) || v.f_blocks == 0) return 0; /* read-only or not a disk (sysfs): creating it says why */
+        room = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize + replaced;
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < room) {
+        room = (uint64_t)rl.rlim_cur;
+        what = "allowed by the file size limit (ulimit -f)";
+    }
+    if (need <= room) return 0;
+    char have[32], want[32];
+    bytes_text(room, have, sizeof have);
+    bytes_text(need, want, sizeof want);
+    return csm_fail(err, CSM_EXIT_FAILURE,
+                    "%s: the log needs about %s (%d frames of %d particles) and %s are %s; nothing was written: make "
+                    "room, log fewer frames (--frames, output.every) or write it elsewhere (-o)",
+                    path, want, sim->cfg->frames / (sim->cfg->output_every > 0 ? sim->cfg->output_every : 1) + 1,
+                    sim->w.P.n, have, what);
+}
+
 /* The rows of a dataset's first dimension and its rank (-1: absent or unreadable). */
 static int dims_of(hid_t f, const char *name, hsize_t dims[3])
 {
