@@ -113,7 +113,7 @@ done
 rc=$?
 check "no fit: a new run whose log needs more than the limit exits 1 (got $rc)" [ $rc -eq 1 ]
 check "... saying what it needs and what there is" \
-    grep -qE "full_disk.h5: the log needs about [0-9.]+ MiB \(151 frames of 1331 particles\) and 2.9 MiB are allowed by the file size limit \(ulimit -f\); nothing was written" "$tmp/nofit.out"
+    grep -qE "full_disk.h5: the log needs about [0-9.]+ MiB \(151 frames of 1331 particles\) and 2.9 MiB are left under the file size limit \(ulimit -f\); nothing was written" "$tmp/nofit.out"
 check "... and leaving no file" [ ! -e "$tmp/full_disk.h5" ]
 # a limit met in the middle of a run: a short run that fits, resumed for the whole run
 short=(--frames 10 --set time.substeps=40 --threads 1)

@@ -200,24 +200,37 @@ static void bytes_text(uint64_t b, char *buf, size_t size)
     else snprintf(buf, size, "%.0f KiB", (double)b / 1024);
 }
 
+/* The room a file at `where` (a file or its folder) can grow into: the file system's free space
+   plus `freed` (a file it replaces), or what the file size limit leaves above `size`, whichever is
+   less; *what says which. UINT64_MAX where neither is known, and for a read-only file system or
+   one that is not a disk (sysfs): opening the file there says why it cannot be written. */
+static uint64_t room_at(const char *where, uint64_t size, uint64_t freed, const char **what)
+{
+    uint64_t room = UINT64_MAX;
+    *what = "free on its file system";
+    struct statvfs v;
+    if (statvfs(where, &v) == 0 && !(v.f_flag & ST_RDONLY) && v.f_blocks > 0)
+        room = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize + freed;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        uint64_t below = (uint64_t)rl.rlim_cur > size ? (uint64_t)rl.rlim_cur - size : 0;
+        if (below < room) {
+            room = below;
+            *what = "left under the file size limit (ulimit -f)";
+        }
+    }
+    return room;
+}
+
 int csm_log_check_room(const char *path, csm_error *err)
 {
     struct stat st;
     if (stat(path, &st) != 0) return 0; /* opening it says what is wrong */
     int64_t frames = frames_read_only(path);
     uint64_t size = (uint64_t)st.st_size, per_frame = frames > 0 ? size / (uint64_t)frames : size;
-    uint64_t need = 2 * per_frame + (4ull << 20), room = UINT64_MAX;
-    const char *what = "free on its file system";
-    struct statvfs v;
-    if (statvfs(path, &v) == 0) room = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        uint64_t below = (uint64_t)rl.rlim_cur > size ? (uint64_t)rl.rlim_cur - size : 0;
-        if (below < room) {
-            room = below;
-            what = "left under the file size limit (ulimit -f)";
-        }
-    }
+    uint64_t need = 2 * per_frame + (4ull << 20);
+    const char *what;
+    uint64_t room = room_at(path, size, 0, &what);
     if (room >= need) return 0;
     char have[32], want[32];
     bytes_text(room, have, sizeof have);
@@ -230,24 +243,16 @@ int csm_log_check_room(const char *path, csm_error *err)
 
 int csm_log_check_fits(const char *path, const csm_sim *sim, csm_error *err)
 {
-    uint64_t need = (uint64_t)csm_log_estimate(sim, NULL), room = UINT64_MAX, replaced = 0;
-    const char *what = "free on its file system";
+    uint64_t need = (uint64_t)csm_log_estimate(sim, NULL), replaced = 0;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) replaced = (uint64_t)st.st_size; /* --force frees it */
     char dir[4200];
     const char *slash = strrchr(path, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (slash == path) snprintf(dir, sizeof dir, "/");
+    else if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     else snprintf(dir, sizeof dir, ".");
-    struct statvfs v;
-    if (statvfs(slash == path ? "/" : dir, &v) == 0) {
-        if ((v.f_flag & ST_RDONLY) || v.f_blocks == 0) return 0; /* read-only or not a disk (sysfs): creating it says why */
-        room = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize + replaced;
-    }
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < room) {
-        room = (uint64_t)rl.rlim_cur;
-        what = "allowed by the file size limit (ulimit -f)";
-    }
+    const char *what;
+    uint64_t room = room_at(dir, 0, replaced, &what);
     if (need <= room) return 0;
     char have[32], want[32];
     bytes_text(room, have, sizeof have);
