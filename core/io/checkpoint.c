@@ -192,6 +192,12 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
                       "%s: it already holds frame %d, past the %d frames asked (--frames counts from the start "
                       "of the run: give more, or leave it out to run the config's own)",
                       path, sim->frame, sim->cfg->frames);
+    /* Every dataset's last row read back before the resume writes in SWMR mode: there a metadata
+       read whose checksum fails is retried a hundred times, backing off (minutes, on a log with
+       a corrupted chunk index); here it fails at once. */
+    for (int k = 0; k < log->nfield && !rc; k++)
+        if (log->ds[k] >= 0 && csm_h5_read_last(log->ds[k]))
+            rc = csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: corrupt log: %s cannot be read back", path, log->field[k].path);
     if (!rc) {
         rc = csm_log_trim(log, &lf);
         log->frames = (int64_t)lf.e.T;

@@ -245,6 +245,30 @@ int csm_h5_write_slot(hid_t ds, int type, hsize_t first, hsize_t count, const vo
     return rc < 0 ? -1 : 0;
 }
 
+int csm_h5_read_last(hid_t ds)
+{
+    hsize_t rows = csm_h5_rows(ds);
+    if (rows == 0) return 0;
+    hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[4] = {0, 1, 1, 1}, start[4] = {rows - 1, 0, 0, 0};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    size_t bytes = H5Tget_size(type);
+    for (int a = 1; a < rank; a++) bytes *= (size_t)dims[a];
+    dims[0] = 1;
+    void *buf = malloc(bytes + 1);
+    herr_t rc = -1;
+    if (buf && H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, dims, NULL) >= 0) {
+        hid_t mem = H5Screate_simple(rank, dims, NULL);
+        rc = H5Dread(ds, type, mem, space, H5P_DEFAULT, buf);
+        H5Sclose(mem);
+    }
+    free(buf);
+    H5Tclose(type);
+    H5Sclose(space);
+    return rc < 0 ? -1 : 0;
+}
+
 int csm_h5_set_rows(hid_t ds, hsize_t rows)
 {
     hid_t space = H5Dget_space(ds);

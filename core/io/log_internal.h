@@ -183,6 +183,8 @@ int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf);
 int csm_h5_read_slot(hid_t ds, hid_t type, hsize_t first, hsize_t count, void *buf);
 int csm_h5_write_slot(hid_t ds, int type, hsize_t first, hsize_t count, const void *data);
 int csm_h5_set_rows(hid_t ds, hsize_t rows);
+/* Read a dataset's last row and drop it: 0 when its index and chunk read back. */
+int csm_h5_read_last(hid_t ds);
 /* 1 when the dataset at `path` holds exactly these bytes. */
 int csm_h5_same(hid_t file, const char *path, hid_t type, const void *data, size_t bytes);
 /* Open for writing, clearing the open-for-writing mark a killed writer left. */
