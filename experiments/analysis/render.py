@@ -233,7 +233,7 @@ def collider_meshes(f):
     return out
 
 
-def draw_meshes(ax, f, meshes, view, t, body_depth):
+def draw_meshes(ax, f, meshes, view, t):
     """The mesh colliders at frame t, moved along their paths, as shaded triangles (painter's
     order), behind the body (a sheet draped over them, a body on them)."""
     light = np.array([0.3, 0.8, 0.5]) / np.linalg.norm([0.3, 0.8, 0.5])
@@ -368,7 +368,7 @@ def render(f, frames, a, prefix, numbered):
             ax.add_patch(matplotlib.patches.Polygon(corners, closed=True, facecolor="none" if front else "0.8",
                                                     edgecolor="0.3", linestyle="--" if front else "-",
                                                     linewidth=1.0, zorder=3 if front else 0))
-        draw_meshes(ax, f, meshes, a.view, t, depth)
+        draw_meshes(ax, f, meshes, a.view, t)
         ax.scatter(xy[order, 0], xy[order, 1], s=s, c=shaded[order], linewidths=0, zorder=2)
         if a.color == "object" and objects > 1:
             for o in range(objects):
