@@ -44,6 +44,17 @@ void csm_contacts_free(csm_contacts *c)
     free(c->body);
     free(c->sphere);
     free(c->stamp);
+    free(c->wnormal);
+    free(c->adj_start);
+    free(c->adj);
+    free(c->covered);
+    free(c->patch_i);
+    free(c->patch_start);
+    free(c->patch_k);
+    free(c->patch_w);
+    free(c->patch_n);
+    free(c->patch_lambda);
+    free(c->patch_gap);
     memset(c, 0, sizeof *c);
 }
 
@@ -109,16 +120,20 @@ static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
             nq[1] = 1;
         }
     }
-    return 0;
+    /* contact.normal surface: particles over another object's surface are held off it (contact_surface.c) */
+    return w->surface ? csm_surface_find(c, w, c->x0 ? c->x0 : x) : 0;
 }
 
 static void particles_project(csm_contacts *c, const csm_world *w, double *x)
 {
     const double *im = w->P.inv_mass;
     double d = c->distance, mu = c->x0 ? c->cfg.friction : 0.0;
-    for (int32_t pass = 0; pass < c->cfg.passes; pass++)
+    const unsigned char *covered = w->surface ? c->covered : NULL;
+    for (int32_t pass = 0; pass < c->cfg.passes; pass++) {
+        if (c->npatch) csm_surface_project(c, w, x, mu);
         for (int32_t q = 0; q < c->npairs; q++) {
             int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
+            if (covered && covered[q]) continue;
             double *xi = &x[3 * i], *xj = &x[3 * j];
             const double *nq = &c->normal[3 * q];
             double gap = nq[0] * (xi[0] - xj[0]) + nq[1] * (xi[1] - xj[1]) + nq[2] * (xi[2] - xj[2]) - d;
@@ -152,13 +167,15 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
                 }
             }
         }
+    }
 }
 
-static double particles_depth(const csm_contacts *c, const double *x)
+static double particles_depth(const csm_contacts *c, const csm_world *w, const double *x)
 {
-    double deepest = 0;
+    double deepest = c->npatch ? csm_surface_depth(c, x) : 0;
     for (int32_t q = 0; q < c->npairs; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
+        if (w->surface && c->covered[q]) continue;
         double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
         deepest = fmax(deepest, c->distance - csm_v3_norm(d));
     }
@@ -167,7 +184,7 @@ static double particles_depth(const csm_contacts *c, const double *x)
 
 int csm_contacts_find(csm_contacts *c, const csm_world *w, const double *x)
 {
-    c->npairs = 0;
+    c->npairs = c->npatch = 0;
     if (!(c->distance > 0)) return 0;
     return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_find(c, w, x) : particles_find(c, w, x);
 }
@@ -182,5 +199,5 @@ void csm_contacts_project(csm_contacts *c, const csm_world *w, double *x)
 
 double csm_contacts_depth(const csm_contacts *c, const csm_world *w, const double *x)
 {
-    return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_depth(c, w, x) : particles_depth(c, x);
+    return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_depth(c, w, x) : particles_depth(c, w, x);
 }

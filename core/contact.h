@@ -29,6 +29,8 @@ struct csm_world;
 enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES, CSM_CONTACT_PROXIES };
 /* contact.reaction of cluster_proxies: who moves when a particle is pushed out of a proxy */
 enum { CSM_REACTION_RIGID, CSM_REACTION_JONES2015 };
+/* contact.normal of particles: what a particle of one object is pushed along by another's */
+enum { CSM_NORMAL_SURFACE, CSM_NORMAL_CENTRES };
 
 /* The `contact:` section. */
 typedef struct csm_contact_cfg {
@@ -39,6 +41,7 @@ typedef struct csm_contact_cfg {
     int32_t passes;  /* Gauss-Seidel passes over the pairs per projection */
     double cut;      /* cluster_proxies: a bounding plane is kept when closer to the centre than cut times the radius */
     int reaction;    /* cluster_proxies: CSM_REACTION_* */
+    int normal;      /* particles: CSM_NORMAL_* */
 } csm_contact_cfg;
 
 typedef struct csm_contacts {
@@ -61,6 +64,21 @@ typedef struct csm_contacts {
     double *sphere;             /* [4k] per cluster: the proxy's world centre and reach */
     int32_t *stamp;             /* [n] scratch of the broad phase */
     int64_t cap_proxy, cap_body, cap_sphere, cap_stamp;
+    /* particles with contact.normal surface: a particle over another object's surface is held off
+       that surface, a plane near it, not off each of its particles (contact.c patches) */
+    double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
+    int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */
+    unsigned char *covered;     /* [npairs] 1: a patch holds the pair, its own constraint is off */
+    int32_t npatch, npatch_k;
+    int32_t *patch_i;           /* [npatch] the particle held off */
+    int32_t *patch_start;       /* [npatch + 1] its surface's particles, patch_k[patch_start[p] ...] */
+    int32_t *patch_k;           /* [npatch_k] */
+    double *patch_w;            /* [npatch_k] their weights: sum 1, their centre the point under the particle */
+    double *patch_n;            /* [3 npatch] the surface's normal there */
+    double *patch_lambda;       /* [2 npatch] as lambda */
+    double *patch_gap;          /* [npatch] how far i's centre is held over the plane of the weights' centre */
+    int64_t cap_patch_gap, cap_wnormal, cap_adj_start, cap_adj, cap_covered, cap_patch, cap_patch_start, cap_patch_k, cap_patch_w,
+        cap_patch_n, cap_patch_lambda;
     uint64_t proxy_epoch;       /* the clusters' epoch the proxies were built for */
     int32_t proxy_k;            /* the clusters the proxies were built for (0: none yet) */
 } csm_contacts;

@@ -24,4 +24,11 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x);
 void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x);
 double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x);
 
+/* contact.normal surface (contact_surface.c): after the pairs are found, the patches that hold
+   particles off other objects' surfaces, and the pairs they cover (positions x0: the step's
+   start); one projection of them; their deepest overlap. */
+int csm_surface_find(csm_contacts *c, const csm_world *w, const double *x0);
+void csm_surface_project(csm_contacts *c, const csm_world *w, double *x, double mu);
+double csm_surface_depth(const csm_contacts *c, const double *x);
+
 #endif

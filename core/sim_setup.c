@@ -19,6 +19,24 @@
 /* Place one object's samples: rest = position + s, x = position + c + D (s - c) about the
    centroid c, v = velocity + omega x (x - x_c). The object's mass is shared in proportion to
    share[k] (each sample's volume, sampling.mass: volume), or equally when share is NULL. */
+/* How far inside the shape point p lies along direction b (a particle's share of the surface, not
+   normalised), to a thousandth of the spacing h: 0 on the surface, at most h. */
+static double surface_depth(const csm_shape *sh, const double p[3], const double b[3], double h)
+{
+    double len = sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]), lo = 0, hi = h;
+    if (!(len > 0)) return 0;
+    double q[3];
+    for (int d = 0; d < 3; d++) q[d] = p[d] + hi * b[d] / len;
+    if (csm_shape_inside(sh, q)) return h;
+    while (hi - lo > 1e-3 * h) { /* inside at lo (or on the surface), outside at hi */
+        double mid = 0.5 * (lo + hi);
+        for (int d = 0; d < 3; d++) q[d] = p[d] + mid * b[d] / len;
+        if (csm_shape_inside(sh, q)) lo = mid;
+        else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
 static void place_object(const csm_object_cfg *o, const double *s, const double *share, int32_t count, double volume,
                          csm_particles *P, int32_t first, int32_t object)
 {
@@ -139,6 +157,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
 
     /* the surface areas of the particles, for the continuum energy's consistent gradients (elastic.c) */
     int consistent = w->energy == CSM_ENERGY_CONTINUUM && w->gradient == CSM_GRADIENT_CONSISTENT && w->spring_modulus > 0;
+    /* and their surface normals, for particle contact against a surface (contact.c) */
+    int surfaces = cfg->contact.method == CSM_CONTACT_PARTICLES && cfg->contact.normal == CSM_NORMAL_SURFACE;
 
     /* Sample every object first to know n. */
     double **pts = calloc((size_t)cfg->nobjects, sizeof *pts);
@@ -179,12 +199,15 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         if (!rc) rc = csm_sample_shape(&shapes[k], k, cfg->seed, &pts[k], &counts[k], &w->object_spacing[k], err);
         const csm_object_cfg *ok = &cfg->objects[k];
         int by_volume = ((const csm_sampling_params *)csm_cfg_params(&ok->sampling))->mass == CSM_MASS_VOLUME;
-        if (!rc && ok->shape_type != CSM_SHAPE_POINTS && (by_volume || consistent)) {
+        if (!rc && ok->shape_type != CSM_SHAPE_POINTS && (by_volume || consistent || surfaces)) {
             /* the volumes, then the areas, then the cells' moments */
-            shares[k] = malloc(sizeof *shares[k] * 13 * (size_t)counts[k]);
+            shares[k] = malloc(sizeof *shares[k] * 14 * (size_t)counts[k]);
             if (!shares[k] || csm_sample_volumes(&shapes[k], pts[k], counts[k], w->object_spacing[k], shares[k],
                                                  shares[k] + counts[k], shares[k] + 4 * (size_t)counts[k]))
                 rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the volumes of objects[%d]'s particles", k);
+            for (int32_t i = 0; i < counts[k] && !rc && surfaces; i++) /* then each one's depth */
+                shares[k][13 * (size_t)counts[k] + i] =
+                    surface_depth(&shapes[k], &pts[k][3 * i], &shares[k][counts[k] + 3 * (size_t)i], w->object_spacing[k]);
         }
         if (last[from] == k) {
             csm_shape_close(&shapes[from]);
@@ -220,6 +243,20 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
         for (int32_t i = 0; i < counts[k]; i++)
             for (int d = 0; d < 3; d++)
                 w->boundary[3 * (w->object_first[k] + i) + d] = shares[k] ? shares[k][counts[k] + 3 * i + d] : NAN;
+    w->surface = surfaces ? calloc(4 * (size_t)(w->P.n > 0 ? w->P.n : 1), sizeof *w->surface) : NULL;
+    if (surfaces && !w->surface) rc = csm_fail(err, CSM_EXIT_FAILURE, "out of memory for %d particles", w->P.n);
+    for (int k = 0; k < cfg->nobjects && !rc && surfaces; k++)
+        for (int32_t i = 0; i < counts[k] && shares[k]; i++) {
+            /* a particle whose cell has at least a twentieth of a face of the spacing's cube on the
+               surface is a surface particle, its normal its share's direction */
+            const double *b = &shares[k][counts[k] + 3 * (size_t)i];
+            double len = sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]), h = w->object_spacing[k];
+            double *out = &w->surface[4 * (size_t)(w->object_first[k] + i)];
+            if (len > 0.05 * h * h) {
+                for (int d = 0; d < 3; d++) out[d] = b[d] / len;
+                out[3] = shares[k][13 * (size_t)counts[k] + i];
+            }
+        }
     /* the continuum energy integrates each particle's cell (csm_cell_points) where the particles
        carry their cells' volumes; elsewhere a particle is its cell's one quadrature point */
     int cells = 0;
@@ -363,6 +400,7 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->w.object_first);
     free(sim->w.object_spacing);
     free(sim->w.boundary);
+    free(sim->w.surface);
     free(sim->w.object_density);
     free(sim->w.object_modulus);
     free(sim->external_force);

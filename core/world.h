@@ -272,6 +272,9 @@ typedef struct csm_world {
     double *object_spacing;      /* [nobjects] sampling spacing used (chosen for a `particles` target) */
     double *object_density;      /* [nobjects] mass / volume (0 for a points shape, which has no volume) */
     double *boundary;            /* [3n] each particle's share of its object's surface, the vector area b_i (NaN: unknown) */
+    double *surface;             /* [4n] each particle's outward surface normal in its rest shape, the direction of
+                                    b_i (zero: an inner particle, or unknown), and how far inside the shape it lies
+                                    along it (m); NULL unless contact.normal is surface */
     double *object_modulus;      /* [nobjects] shear modulus (Pa) of each object's material, in place of the
                                     integrator's (objects[].modulus; 0 or NULL: the integrator's) */
     uint64_t pins;               /* bumped whenever a particle is pinned or freed between steps (its

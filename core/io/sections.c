@@ -56,6 +56,14 @@ const csm_param_spec csm_contact_params[] = {
                     "energy) or jones2015 (the paper's: the particle alone moves, out through the nearest face; "
                     "momentum is not kept)",
                     "rigid|jones2015", 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("normal", CSM_ENUM, csm_config, contact.normal, CSM_NORMAL_SURFACE, 0, 0,
+                    "particles: the direction a particle is pushed out of another object along. surface: that "
+                    "object's surface normal where the particle lies over it, the push shared by the surface "
+                    "particles around that point (two flat faces slide on each other as planes, whatever their "
+                    "lattices); the line between the two particles' centres elsewhere, and between particles "
+                    "of one object. centres: always the line between the centres (spheres: lattices that "
+                    "meet interlock, and a body on another grips it even without friction)",
+                    "surface|centres", 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
 
