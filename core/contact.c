@@ -44,6 +44,7 @@ void csm_contacts_free(csm_contacts *c)
     free(c->body);
     free(c->sphere);
     free(c->stamp);
+    free(c->sample);
     free(c->wnormal);
     free(c->adj_start);
     free(c->adj);
@@ -80,26 +81,90 @@ int csm_contacts_excluded(const csm_contacts *c, const csm_world *w, int32_t i, 
     return 0;
 }
 
-static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
+/* The pairs within 2 d at positions p, appended to the list. */
+static int pairs_at(csm_contacts *c, const csm_world *w, const double *p)
 {
-    const csm_particles *P = &w->P;
-    int32_t n = P->n;
-    if (n < 2) return 0;
+    int32_t n = w->P.n;
     double search = 2.0 * c->distance, inv = 1.0 / search, s2 = search * search;
-    if (csm_contacts_grid_sort(c, x, 3, n, inv)) return -1;
+    if (csm_contacts_grid_sort(c, p, 3, n, inv)) return -1;
     for (int32_t i = 0; i < n; i++) {
-        const double *xi = &x[3 * i];
+        const double *xi = &p[3 * i];
         uint32_t seen[27];
         int nseen = csm_contacts_grid_around(c, xi, inv, seen);
         for (int s = 0; s < nseen; s++)
             for (int32_t a = c->cell_start[seen[s]]; a < c->cell_start[seen[s] + 1]; a++) {
                 int32_t j = c->sorted[a];
                 if (j <= i) continue;
-                const double *xj = &x[3 * j];
+                const double *xj = &p[3 * j];
                 double d[3] = {xi[0] - xj[0], xi[1] - xj[1], xi[2] - xj[2]};
                 if (csm_v3_dot(d, d) >= s2 || csm_contacts_excluded(c, w, i, j)) continue;
                 if (csm_contacts_pair_push(c, i, j)) return -1;
             }
+    }
+    return 0;
+}
+
+static int pair_order(const void *a, const void *b)
+{
+    const int32_t *p = a, *q = b;
+    return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0]) : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+/* Whether i and j, each on the line from x0 to x over the step, come within distance d of each
+   other at some time of it. */
+static int meet(const double *x0, const double *x, int32_t i, int32_t j, double d)
+{
+    double r[3], v[3];
+    for (int e = 0; e < 3; e++) {
+        r[e] = x0[3 * i + e] - x0[3 * j + e];
+        v[e] = (x[3 * i + e] - x0[3 * i + e]) - (x[3 * j + e] - x0[3 * j + e]);
+    }
+    double vv = csm_v3_dot(v, v), s = vv > 0 ? fmin(1.0, fmax(0.0, -csm_v3_dot(r, v) / vv)) : 0.0;
+    for (int e = 0; e < 3; e++) r[e] += s * v[e];
+    return csm_v3_dot(r, r) < d * d;
+}
+
+/* The broad phase lists the pairs within 2 d at the predicted positions x. When a particle
+   travels more than d / 4 over the step it is swept: the pairs within 2 d at positions sampled
+   along every particle's line from x0 to x, so close that two particles that meet within d
+   between samples lie within 2 d at one (samples d / 2 of the largest relative travel apart, at
+   most CSM_CONTACT_SWEEP), are listed once each, in increasing (i, j), if they meet within d
+   during the step or end within 2 d. A pair that crosses during the step is held by its
+   constraint along its direction at the step's start, which it crossed: two bodies cannot pass
+   through each other however fast they meet, up to CSM_CONTACT_SWEEP / 2 contact distances of
+   travel a step. */
+static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
+{
+    const csm_particles *P = &w->P;
+    int32_t n = P->n;
+    if (n < 2) return 0;
+    double travel = 0, d = c->distance;
+    for (int32_t i = 0; c->x0 && i < n; i++) {
+        double v[3] = {x[3 * i] - c->x0[3 * i], x[3 * i + 1] - c->x0[3 * i + 1], x[3 * i + 2] - c->x0[3 * i + 2]};
+        travel = fmax(travel, csm_v3_dot(v, v));
+    }
+    travel = sqrt(travel);
+    if (!(travel > 0.25 * d)) {
+        if (pairs_at(c, w, x)) return -1;
+    } else {
+        int32_t m = (int32_t)fmin(ceil(2.0 * travel / (0.5 * d)), CSM_CONTACT_SWEEP);
+        if (csm_grow((void **)&c->sample, &c->cap_sample, 3 * (int64_t)n, sizeof *c->sample)) return -1;
+        for (int32_t k = 0; k <= m; k++) {
+            double f = (double)k / m;
+            for (int64_t a = 0; a < 3 * (int64_t)n; a++) c->sample[a] = c->x0[a] + f * (x[a] - c->x0[a]);
+            if (pairs_at(c, w, c->sample)) return -1;
+        }
+        qsort(c->pair, (size_t)c->npairs, 2 * sizeof *c->pair, pair_order);
+        int32_t kept = 0;
+        for (int32_t q = 0; q < c->npairs; q++) {
+            int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
+            if (kept && c->pair[2 * (kept - 1)] == i && c->pair[2 * (kept - 1) + 1] == j) continue;
+            double e[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
+            if (csm_v3_dot(e, e) >= 4 * d * d && !meet(c->x0, x, i, j, d)) continue;
+            c->pair[2 * kept] = i;
+            c->pair[2 * kept++ + 1] = j;
+        }
+        c->npairs = kept;
     }
     if (csm_contacts_pairs_ready(c)) return -1;
     /* each pair's direction at the step's start (x0), or where the two started at one point, now */

@@ -27,6 +27,9 @@
 struct csm_world;
 
 enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES, CSM_CONTACT_PROXIES };
+/* The most positions along a step the broad phase of particles samples (contact.c particles_find):
+   relative travel up to half this many contact distances a step is swept whole. */
+enum { CSM_CONTACT_SWEEP = 1024 };
 /* contact.reaction of cluster_proxies: who moves when a particle is pushed out of a proxy */
 enum { CSM_REACTION_RIGID, CSM_REACTION_JONES2015 };
 /* contact.normal of particles: what a particle of one object is pushed along by another's */
@@ -66,6 +69,8 @@ typedef struct csm_contacts {
     int64_t cap_proxy, cap_body, cap_sphere, cap_stamp;
     /* particles with contact.normal surface: a particle over another object's surface is held off
        that surface, a plane near it, not off each of its particles (contact.c patches) */
+    double *sample;             /* [3n] positions along the step the broad phase sweeps (contact.c) */
+    int64_t cap_sample;
     double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
     int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */
     unsigned char *covered;     /* [npairs] 1: a patch holds the pair, its own constraint is off */
