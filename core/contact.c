@@ -45,6 +45,7 @@ void csm_contacts_free(csm_contacts *c)
     free(c->sphere);
     free(c->stamp);
     free(c->sample);
+    free(c->regions);
     free(c->wnormal);
     free(c->adj_start);
     free(c->adj);

@@ -35,6 +35,13 @@ enum { CSM_REACTION_RIGID, CSM_REACTION_JONES2015 };
 /* contact.normal of particles: what a particle of one object is pushed along by another's */
 enum { CSM_NORMAL_SURFACE, CSM_NORMAL_CENTRES };
 
+/* Two objects' contact region over a step, summed over the pushes between them (contact_bounce.c). */
+typedef struct csm_contact_region {
+    int32_t a, b;                     /* the objects, a < b */
+    double weight, n[3], xc[3], gap;  /* sums of the pushes, and of each times its normal from b to a, its point
+                                         and how far apart its particles were at the step's start */
+} csm_contact_region;
+
 /* The `contact:` section. */
 typedef struct csm_contact_cfg {
     int method;      /* CSM_CONTACT_* */
@@ -45,6 +52,8 @@ typedef struct csm_contact_cfg {
     double cut;      /* cluster_proxies: a bounding plane is kept when closer to the centre than cut times the radius */
     int reaction;    /* cluster_proxies: CSM_REACTION_* */
     int normal;      /* particles: CSM_NORMAL_* */
+    double restitution;      /* particles: Newton's e between two objects as rigid bodies (0: none added) */
+    double bounce_threshold; /* m/s: approaches slower than this get no restitution */
 } csm_contact_cfg;
 
 typedef struct csm_contacts {
@@ -70,6 +79,9 @@ typedef struct csm_contacts {
     /* particles with contact.normal surface: a particle over another object's surface is held off
        that surface, a plane near it, not off each of its particles (contact.c patches) */
     double *sample;             /* [3n] positions along the step the broad phase sweeps (contact.c) */
+    csm_contact_region *regions; /* contact_bounce.c's, one per two objects that touched */
+    int32_t nregions;
+    int64_t cap_regions;
     int64_t cap_sample;
     double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
     int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */
@@ -110,6 +122,10 @@ int csm_contacts_find(csm_contacts *c, const struct csm_world *w, const double *
    inverse masses along the pair's direction at the step's start, so it keeps linear and angular
    momentum; friction's pushes, across that direction, keep linear momentum only. */
 void csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
+
+/* After the step (velocities from positions): restitution between the objects that touched, as rigid
+   bodies (contact_bounce.c). Returns -1 when out of memory. */
+int csm_contacts_bounce(csm_contacts *c, struct csm_world *w, double h);
 
 /* The deepest overlap over the listed pairs at positions x (0: none): d - |x_i - x_j| for
    particles, the distance a particle lies inside a cluster's proxy for cluster_proxies. */

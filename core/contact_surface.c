@@ -69,6 +69,20 @@ static int facing(const double nk[3], const double side[3])
     return (nk[0] != 0 || nk[1] != 0 || nk[2] != 0) && csm_v3_dot(nk, side) > -0.1;
 }
 
+/* k's offset from i across n (e1, e2 the unit vectors across it) at positions x0, t, and the
+   kernel phi = (1 - s)^2 of s = |t|^2 / reach^2; 0 when k lies beyond the reach. */
+static int kernel(const double *x0, int32_t i, int32_t k, const double e1[3], const double e2[3], double reach,
+                  double t[2], double *s, double *phi)
+{
+    double r[3] = {x0[3 * k] - x0[3 * i], x0[3 * k + 1] - x0[3 * i + 1], x0[3 * k + 2] - x0[3 * i + 2]};
+    t[0] = csm_v3_dot(r, e1);
+    t[1] = csm_v3_dot(r, e2);
+    *s = (t[0] * t[0] + t[1] * t[1]) / (reach * reach);
+    if (*s >= 1) return 0;
+    *phi = (1 - *s) * (1 - *s);
+    return 1;
+}
+
 static int32_t partner(const csm_contacts *c, int32_t q, int32_t i)
 {
     return c->pair[2 * q] == i ? c->pair[2 * q + 1] : c->pair[2 * q];
@@ -103,13 +117,8 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
         for (int32_t a = from; a < to; a++) {
             int32_t k = partner(c, c->adj[a], i);
             const double *nk = &c->wnormal[3 * k];
-            if (w->P.object[k] != b || !facing(nk, side)) continue;
-            double r[3] = {x0[3 * k] - x0[3 * i], x0[3 * k + 1] - x0[3 * i + 1], x0[3 * k + 2] - x0[3 * i + 2]};
-            t[0] = csm_v3_dot(r, e1);
-            t[1] = csm_v3_dot(r, e2);
-            double s = (t[0] * t[0] + t[1] * t[1]) / (reach * reach);
-            if (s >= 1) continue;
-            phi = (1 - s) * (1 - s);
+            double s;
+            if (w->P.object[k] != b || !facing(nk, side) || !kernel(x0, i, k, e1, e2, reach, t, &s, &phi)) continue;
             for (int e = 0; e < 3; e++) sum[e] += phi * nk[e];
             if (round == 0) continue;
             if (csm_v3_dot(nk, n) < 0.97) return 0;
@@ -141,13 +150,9 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
     int32_t m = start;
     for (int32_t a = from; a < to; a++) {
         int32_t k = partner(c, c->adj[a], i);
-        if (w->P.object[k] != b || !facing(&c->wnormal[3 * k], side)) continue;
-        double r[3] = {x0[3 * k] - x0[3 * i], x0[3 * k + 1] - x0[3 * i + 1], x0[3 * k + 2] - x0[3 * i + 2]};
-        t[0] = csm_v3_dot(r, e1);
-        t[1] = csm_v3_dot(r, e2);
-        double s = (t[0] * t[0] + t[1] * t[1]) / (reach * reach);
-        if (s >= 1) continue;
-        phi = (1 - s) * (1 - s);
+        double s, r[3] = {x0[3 * k] - x0[3 * i], x0[3 * k + 1] - x0[3 * i + 1], x0[3 * k + 2] - x0[3 * i + 2]};
+        if (w->P.object[k] != b || !facing(&c->wnormal[3 * k], side) || !kernel(x0, i, k, e1, e2, reach, t, &s, &phi))
+            continue;
         /* w_k = phi_k (1, t_k) . M^-1 (1, 0, 0): sum w_k (1, t_k) = (1, 0, 0) */
         double wk = phi * (Minv[0] + Minv[3] * t[0] + Minv[6] * t[1]);
         c->patch_k[m] = k;

@@ -2,6 +2,7 @@
 
 #include "csm_math.h"
 #include "elastic.h"
+#include "svd3.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -414,4 +415,36 @@ double csm_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void csm_object_frame(const csm_particles *P, int32_t lo, int32_t hi, double M, double com[3], double Iinv[9])
+{
+    double inertia[9] = {0};
+    com[0] = com[1] = com[2] = 0;
+    for (int32_t i = lo; i < hi; i++)
+        for (int d = 0; d < 3; d++) com[d] += P->mass[i] / M * P->x[3 * i + d];
+    for (int32_t i = lo; i < hi; i++) {
+        double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]};
+        double qq = csm_v3_dot(q, q);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) inertia[3 * a + b] += P->mass[i] / M * ((a == b) * qq - q[a] * q[b]);
+    }
+    csm_pinv_sym3(inertia, 1e-12, Iinv);
+}
+
+void csm_object_motion(const csm_particles *P, int32_t lo, int32_t hi, double M, const double com[3],
+                       const double Iinv[9], const double *v, const double *f, double h, double vel[3], double omega[3])
+{
+    double L[3] = {0, 0, 0};
+    vel[0] = vel[1] = vel[2] = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]}, vi[3], l[3];
+        for (int d = 0; d < 3; d++) vi[d] = v[3 * i + d] + (f ? h * f[3 * i + d] * P->inv_mass[i] : 0.0);
+        csm_v3_cross(q, vi, l);
+        for (int d = 0; d < 3; d++) {
+            vel[d] += P->mass[i] / M * vi[d];
+            L[d] += P->mass[i] / M * l[d];
+        }
+    }
+    csm_m3_mul_v3(Iinv, L, omega);
 }

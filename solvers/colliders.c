@@ -206,40 +206,14 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
     return csm_block_total(part);
 }
 
-/* An object's centre of mass and its inverse inertia about it, per unit mass. */
-static void object_frame(const csm_particles *P, int32_t lo, int32_t hi, double M, double com[3], double Iinv[9])
-{
-    double I[9] = {0};
-    com[0] = com[1] = com[2] = 0;
-    for (int32_t i = lo; i < hi; i++)
-        for (int d = 0; d < 3; d++) com[d] += P->mass[i] / M * P->x[3 * i + d];
-    for (int32_t i = lo; i < hi; i++) {
-        double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]};
-        double qq = csm_v3_dot(q, q);
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++) I[3 * a + b] += P->mass[i] / M * ((a == b) * qq - q[a] * q[b]);
-    }
-    csm_pinv_sym3(I, 1e-12, Iinv);
-}
-
 /* The normal velocity, relative to the surface's vc, at r from an object's centre of mass, of the
-   object's rigid motion: its linear and angular momentum over mass and inertia (per unit mass)
-   from the velocities v, plus h times the forces f over each mass where f is given. */
+   object's rigid motion (csm_object_motion). */
 static double rigid_normal_velocity(const csm_particles *P, int32_t lo, int32_t hi, double M, const double com[3],
                                     const double Iinv[9], const double r[3], const double n[3], const double vc[3],
                                     const double *v, const double *f, double h)
 {
-    double p[3] = {0, 0, 0}, L[3] = {0, 0, 0}, om[3], turn[3];
-    for (int32_t i = lo; i < hi; i++) {
-        double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]}, vi[3], l[3];
-        for (int d = 0; d < 3; d++) vi[d] = v[3 * i + d] + (f ? h * f[3 * i + d] * P->inv_mass[i] : 0.0);
-        csm_v3_cross(q, vi, l);
-        for (int d = 0; d < 3; d++) {
-            p[d] += P->mass[i] / M * vi[d];
-            L[d] += P->mass[i] / M * l[d];
-        }
-    }
-    csm_m3_mul_v3(Iinv, L, om);
+    double p[3], om[3], turn[3];
+    csm_object_motion(P, lo, hi, M, com, Iinv, v, f, h, p, om);
     csm_v3_cross(om, r, turn);
     return (p[0] + turn[0] - vc[0]) * n[0] + (p[1] + turn[1] - vc[1]) * n[1] + (p[2] + turn[2] - vc[2]) * n[2];
 }
@@ -304,7 +278,7 @@ static void body_restitution(csm_world *w, const collider *c, double h)
         if (-vin < r->bounce_threshold) continue; /* resting contact: the particles' rule holds it */
         double e = r->restitution;
         double com[3], Iinv[9], rc[3], rn[3], g[3], back[3];
-        object_frame(P, lo, hi, M, com, Iinv);
+        csm_object_frame(P, lo, hi, M, com, Iinv);
         for (int d = 0; d < 3; d++) rc[d] = xc[d] - com[d];
         double un = rigid_normal_velocity(P, lo, hi, M, com, Iinv, rc, n, vc, P->v, NULL, 0);
         if (w->v_step) { /* the body's own approach: its rigid motion as the step began, with the step's forces */
@@ -386,7 +360,7 @@ static void body_friction(csm_world *w, collider *c, const placed *pl, double h)
         for (int d = 0; d < 3; d++) s[d] /= mc, xc[d] /= mc, n[d] /= len;
         if (!(csm_v3_norm(s) > 0)) continue;
         double com[3], Iinv[9], K[9], Kinv[9], r[3], j[3], rx[9], T[9];
-        object_frame(P, lo, hi, M, com, Iinv);
+        csm_object_frame(P, lo, hi, M, com, Iinv);
         for (int d = 0; d < 3; d++) r[d] = xc[d] - com[d];
         double cross[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0};
         csm_m3_mul(Iinv, cross, T);

@@ -64,6 +64,14 @@ const csm_param_spec csm_contact_params[] = {
                     "of one object. centres: always the line between the centres (spheres: lattices that "
                     "meet interlock, and a body on another grips it even without friction)",
                     "surface|centres", 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("restitution", CSM_REAL, csm_config, contact.restitution, 0, 0, 1,
+                    "particles: Newton's coefficient of restitution between two objects, applied after the step to "
+                    "each two that touched as rigid bodies, by one impulse at their contact region's centre "
+                    "(momentum and angular momentum kept). 0: none added (the pushes stop the bodies against "
+                    "each other; what their strain gives back is theirs)", NULL, 0, 0, 0, NULL, 0),
+    CSM_PARAM_FIELD("bounce_threshold", CSM_REAL, csm_config, contact.bounce_threshold, 0.5, 0, 1e9,
+                    "m/s: approaches slower than this get no restitution, so resting contact stays at rest (as "
+                    "Box2D's restitution threshold)", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
 
