@@ -215,6 +215,7 @@ clean-figures:
 # csm against a finite-element code (CalculiX, Debian's calculix-ccx) and textbook formulas: experiments/validation/.
 validation: build
 	$(PY) experiments/validation/run.py --csm $(CSM) -o out/validation
+	$(PY) experiments/validation/contact.py --csm $(CSM) -o out/validation
 
 reference: build
 	experiments/reference.sh $(CSM) docs/parameters.md
