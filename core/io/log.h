@@ -74,6 +74,8 @@ int csm_log_is_hdf5(const char *path);
    memberships and rest data once. *most (when not NULL): with a version of those every frame, as
    a reclustering run may write. */
 double csm_log_estimate(const csm_sim *sim, double *most);
+/* A size in bytes as people read it, in powers of 1000: "29 MB", "3.5 GB". Returns buf. */
+const char *csm_bytes_text(double bytes, char *buf, size_t size);
 /* Before a new log is created at `path`: -1 (err says how much is needed and what there is) when
    the estimate above exceeds the room on its file system or under the file size limit. A resume
    checks only the room of its next frames (csm_log_check_room). */

@@ -193,11 +193,13 @@ static int64_t frames_read_only(const char *path)
     return frames;
 }
 
-static void bytes_text(uint64_t b, char *buf, size_t size)
+const char *csm_bytes_text(double bytes, char *buf, size_t size)
 {
-    if (b >= (1ull << 30)) snprintf(buf, size, "%.1f GiB", (double)b / (1ull << 30));
-    else if (b >= (1ull << 20)) snprintf(buf, size, "%.1f MiB", (double)b / (1ull << 20));
-    else snprintf(buf, size, "%.0f KiB", (double)b / 1024);
+    static const char *const unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (bytes >= 999.5 && u < 4) bytes /= 1000, u++;
+    snprintf(buf, size, "%.*f %s", bytes < 9.95 && u ? 1 : 0, bytes, unit[u]);
+    return buf;
 }
 
 /* The room a file at `where` (a file or its folder) can grow into: the file system's free space
@@ -233,8 +235,8 @@ int csm_log_check_room(const char *path, csm_error *err)
     uint64_t room = room_at(path, size, 0, &what);
     if (room >= need) return 0;
     char have[32], want[32];
-    bytes_text(room, have, sizeof have);
-    bytes_text(need, want, sizeof want);
+    csm_bytes_text((double)room, have, sizeof have);
+    csm_bytes_text((double)need, want, sizeof want);
     return csm_fail(err, CSM_EXIT_FAILURE,
                     "%s: %s %s, and a resume needs %s (its set-up and two frames); nothing was written, the log keeps "
                     "its %lld frames: make room and resume again",
@@ -255,8 +257,8 @@ int csm_log_check_fits(const char *path, const csm_sim *sim, csm_error *err)
     uint64_t room = room_at(dir, 0, replaced, &what);
     if (need <= room) return 0;
     char have[32], want[32];
-    bytes_text(room, have, sizeof have);
-    bytes_text(need, want, sizeof want);
+    csm_bytes_text((double)room, have, sizeof have);
+    csm_bytes_text((double)need, want, sizeof want);
     return csm_fail(err, CSM_EXIT_FAILURE,
                     "%s: the log needs about %s (%d frames of %d particles) and %s are %s; nothing was written: make "
                     "room, log fewer frames (--frames, output.every) or write it elsewhere (-o)",

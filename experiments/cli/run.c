@@ -308,22 +308,12 @@ int csm_cmd_run(int argc, char **argv)
    the exit status of the first run that fails, 0 when all hold. */
 enum { CHECK_SWEEP_MOST = 64 };
 
-/* A size in bytes as people read it. */
-static const char *human_size(double bytes, char *buf, size_t size)
-{
-    static const char *const unit[] = {"B", "kB", "MB", "GB", "TB"};
-    int u = 0;
-    while (bytes >= 999.5 && u < 4) bytes /= 1000, u++;
-    snprintf(buf, size, "%.*f %s", bytes < 9.95 && u ? 1 : 0, bytes, unit[u]);
-    return buf;
-}
-
 /* "about X", or "X to Y" when reclustering's versions may add up to Y. */
 static const char *log_size(double bytes, double most, char *buf, size_t size)
 {
     char a[16], b[16];
-    human_size(bytes, a, sizeof a);
-    if (most > bytes * 1.05) snprintf(buf, size, "%s to %s", a, human_size(most, b, sizeof b));
+    csm_bytes_text(bytes, a, sizeof a);
+    if (most > bytes * 1.05) snprintf(buf, size, "%s to %s", a, csm_bytes_text(most, b, sizeof b));
     else snprintf(buf, size, "about %s", a);
     return buf;
 }
