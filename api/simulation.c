@@ -32,6 +32,7 @@ struct csm_simulation {
     char error[1200];
     char log_path[4096]; /* "" when it writes none */
     int finished;        /* csm_simulation_finish: no step after it */
+    int restarted;       /* a resume of a log with no complete frame: the run started again into it */
 };
 
 int csm_api_version(void) { return CSM_API_VERSION; }
@@ -105,7 +106,10 @@ static int build(csm_simulation *s, const csm_options *opt, csm_error *err)
 {
     int resume = opt && opt->resume;
     const char *log = opt && opt->log ? opt->log : opt && opt->log_config ? s->cfg.output_path : NULL;
-    if (log && !resume && log_room(log, opt->force, err)) return -1;
+    /* a log killed before its first frame was complete holds its config and nothing to continue:
+       its run starts again, from that config, into it */
+    if (resume && log && csm_log_frames_untouched(log) == 0) resume = 0, s->restarted = 1;
+    if (log && !resume && log_room(log, opt->force || s->restarted, err)) return -1;
     if (s->threads > 0) csm_set_threads(s->threads);
     if (csm_sim_create(&s->cfg, &s->sim, err)) return -1;
     if (log && ((!resume && csm_log_check_fits(log, &s->sim, err)) ||
@@ -155,7 +159,7 @@ int csm_simulation_create(const char *path, const char *text, const char *const 
         return err.code ? err.code : CSM_EXIT_FAILURE;
     }
     s->saved = malloc(sizeof(double) * 6 * (size_t)s->sim.w.P.n + 1);
-    if (!s->saved || (!(opt && opt->resume) && take_frame(s))) {
+    if (!s->saved || ((!(opt && opt->resume) || s->restarted) && take_frame(s))) {
         snprintf(error, size, "%s", s->saved ? s->error : "out of memory");
         csm_simulation_close(s, s->saved ? NULL : "failed: out of memory", NULL, 0);
         return CSM_EXIT_FAILURE;

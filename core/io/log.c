@@ -175,18 +175,22 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
         free(log);
         return -1;
     }
+    /* The log is made whole beside its place, PATH.creating, and moved there once its header is on
+       disk: a run killed before that leaves no log that reads as none (a plain run starts again),
+       and a --force run leaves the log it replaces as it was until then. */
+    char creating[4200];
+    snprintf(creating, sizeof creating, "%s.creating", path);
     /* SWMR needs the latest file format (docs/DESIGN.md: HDF5 SWMR) */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
     errno = 0;
-    log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    log->file = H5Fcreate(creating, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (log->file < 0) {
         int e = errno;
         /* a create that failed (a full disk) can leave the file it opened, empty: nothing of a log,
            and it would stand in the way of the next run, --force and --resume alike */
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) unlink(path);
+        unlink(creating);
         csm_log_lock_drop(log);
         free(log);
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: cannot create the log: %s", path,
@@ -199,7 +203,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     log->contact = cfg->contact.method != CSM_CONTACT_NONE;
     log->compression = cfg->output_compression;
     log->path = strdup(path);
-    log->fd = open(path, O_RDONLY | O_CLOEXEC);
+    log->fd = open(creating, O_RDONLY | O_CLOEXEC);
     log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
     if (!log->path || (log->goals && !log->goal)) CSM_OUT_OF_MEMORY();
 
@@ -269,6 +273,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     free(id);
     if (csm_log_fields_build(log, sim, err)) {
         csm_log_close(log, "failed: could not write the log header", NULL);
+        unlink(creating);
         return -1;
     }
     for (int k = 0; k < log->nfield; k++) {
@@ -285,9 +290,12 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
     for (size_t i = 0; i < sizeof starts / sizeof starts[0] && !rc; i++) rc |= csm_h5_append(log->ds[starts[i]], T_I64, 1, &zero);
     /* every object exists: from here on frames are only appended, readers may watch */
     if (!rc && H5Fstart_swmr_write(f) < 0) rc = -1;
-    if (rc || H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
+    if (rc || H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || rename(creating, path) != 0) {
+        int e = errno;
         csm_log_close(log, "failed: could not write the log header", NULL);
-        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
+        unlink(creating);
+        return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log%s%s", path, rc ? "" : ": ",
+                        rc ? "" : strerror(e));
     }
     *out = log;
     return 0;

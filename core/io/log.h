@@ -48,6 +48,9 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
 
 /* The resolved config a log was written with and the name of its config file (both malloc'd). */
 int csm_log_read_config(const char *path, char **config, char **name, csm_error *err);
+/* The complete frames a log holds, read without writing anything to it (-1: not readable as it
+   stands, or no /frames/time). */
+int64_t csm_log_frames_untouched(const char *path);
 /* Whether the shapes of an open log's datasets agree with each other (frames, times, velocities,
    the clusters' offsets within their members): 0, or -1 with why filled in. */
 int csm_log_check_shapes(int64_t file, char *why, int size);

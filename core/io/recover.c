@@ -178,8 +178,7 @@ hid_t csm_log_open_untouched(const char *path)
     return f >= 0 ? f : swmr_open(path);
 }
 
-/* Frames a log holds, read without writing anything (-1: not readable as it stands). */
-static int64_t frames_read_only(const char *path)
+int64_t csm_log_frames_untouched(const char *path)
 {
     hid_t f = csm_log_open_untouched(path);
     if (f < 0) return -1;
@@ -228,7 +227,7 @@ int csm_log_check_room(const char *path, csm_error *err)
 {
     struct stat st;
     if (stat(path, &st) != 0) return 0; /* opening it says what is wrong */
-    int64_t frames = frames_read_only(path);
+    int64_t frames = csm_log_frames_untouched(path);
     uint64_t size = (uint64_t)st.st_size, per_frame = frames > 0 ? size / (uint64_t)frames : size;
     uint64_t need = 2 * per_frame + (4ull << 20);
     const char *what;

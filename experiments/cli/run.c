@@ -251,7 +251,9 @@ int csm_cmd_run(int argc, char **argv)
     }
     times->stride = 1;
     char status_text[1400] = "ok";
-    if (a.resume)
+    if (a.resume && sim->frame == 0)
+        fprintf(stderr, "csm: %s held no complete frame: its run starts again, from the config it stores\n", path);
+    else if (a.resume)
         fprintf(stderr, "csm: resuming %s at frame %d of %d (t = %g s)\n", path, sim->frame, cfg->frames, sim->w.time);
     while (!status && sim->frame < cfg->frames) {
         if (stop_requested) {
