@@ -78,6 +78,7 @@ for at in $(points "$resume_total"); do
     [ -z "$msg" ] || { echo "resume: $msg"; bad=$((bad + 1)); }
 done
 nresume=$(points "$resume_total" | wc -l)
+echo "killed the run at $nrun of its $total boundaries ($(wc -l <"$tmp/unreadable") before its log existed), its resume at $nresume of $resume_total"
 check "a resume killed at $nresume boundaries: each log read and resumed" [ $bad -eq 0 ]
 
 # every finished log against the uninterrupted one, datasets but the timings, byte for byte
