@@ -215,6 +215,7 @@ enum {
     CSM_DISSIPATED_PLASTIC,   /* stored energy the plastic flow released at fixed positions */
     CSM_DISSIPATED_CONTACT,   /* what the frames in which contact acted lost (< 0: created), beyond
                                  the colliders' counted work (csm_diagnostics) */
+    CSM_DISSIPATED_NUMERICAL, /* implicit Euler's own loss in projective_dynamics (solvers/projective.c) */
     CSM_DISSIPATED_N
 };
 

@@ -77,7 +77,8 @@ typedef struct pd {
     int32_t *row;      /* [n + k] unknown of each particle (-1: pinned) and cluster (-1: no stiffness) */
     double *kc;        /* [k] k_c at the factorisation */
     double *x0, *y, *prev, *scratch; /* [3n] x(t), the prediction, the last iterate; [12k] damping, viscosity */
-    int64_t cap[6];
+    double *grad, *fit;                /* [3n] the energy's gradient at the step's end; the fit state saved around it */
+    int64_t cap[8];
     int factorisations;
     int timing; /* the report's "factorisation" timing */
 } pd;
@@ -129,6 +130,8 @@ static void pd_destroy(void *state)
     free(s->y);
     free(s->prev);
     free(s->scratch);
+    free(s->grad);
+    free(s->fit);
     free(s);
 }
 
@@ -223,8 +226,9 @@ static void projected_offset(const csm_world *w, const double *x, int32_t j, dou
     for (int a = 0; a < 3; a++) d[a] = (1.0 - share) * (xi[a] - com[a]) + share * (d[a] - com[a]);
 }
 
-/* The step's objective at x: sum m |x - y|^2 / (2 h^2) + E(x), the rotations fitted at x. */
-static double objective(pd *s, csm_world *w, const double *x, double h)
+/* The step's objective at x: sum m |x - y|^2 / (2 h^2) + E(x), the rotations fitted at x; *elastic
+   (where given) E(x). */
+static double objective(pd *s, csm_world *w, const double *x, double h, double *elastic_out)
 {
     const csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
@@ -240,6 +244,7 @@ static double objective(pd *s, csm_world *w, const double *x, double h)
         for (int32_t c = 0; c < C->k; c++)
             elastic += 2.0 * csm_elastic_cluster(w, c, x, NULL, &C->com[3 * c], &C->R[9 * c], &C->Fp[9 * c], s->modulus,
                                                  s->kc[c], NULL, NULL, NULL, NULL);
+        if (elastic_out) *elastic_out = 0.5 * elastic;
         return 0.5 * inertia / (h * h) + 0.5 * elastic;
     }
     for (int32_t j = 0; j < C->m; j++) {
@@ -249,7 +254,67 @@ static double objective(pd *s, csm_world *w, const double *x, double h)
         const double *xi = &x[3 * C->member[j]], *com = &C->com[3 * c];
         for (int a = 0; a < 3; a++) elastic += s->kc[c] * C->wmass[j] * (xi[a] - com[a] - d[a]) * (xi[a] - com[a] - d[a]);
     }
+    if (elastic_out) *elastic_out = 0.5 * elastic;
     return 0.5 * inertia / (h * h) + 0.5 * elastic;
+}
+
+/* The last fit's state (what csm_fit_all writes), copied to or from s->fit: the fit at the step's
+   end that numerical_dissipation makes leaves the clusters as the step's own last fit left them. */
+static void fit_state(pd *s, csm_clusters *C, int back)
+{
+    struct {
+        double *a;
+        int per;
+    } part[] = {{C->com, 3}, {C->F, 9}, {C->R, 9}, {C->T, 9}, {C->q, 4}, {C->Q, 18}, {C->S, 9}};
+    size_t at = 0;
+    for (size_t p = 0; p < sizeof part / sizeof part[0]; p++) {
+        if (!part[p].a) continue;
+        size_t bytes = sizeof(double) * (size_t)part[p].per * (size_t)C->k;
+        if (back) memcpy(part[p].a, s->fit + at, bytes);
+        else memcpy(s->fit + at, part[p].a, bytes);
+        at += (size_t)part[p].per * (size_t)C->k;
+    }
+}
+
+/* Implicit Euler's own loss over the step, the one its iterations converge to. From (x(t), v(t))
+   to (x, v) with m (v - v(t)) = h (f - grad E(x)), x = x(t) + h v, the kinetic plus elastic
+   energy plus the potential of the (constant) forces f falls by
+
+       1/2 sum_i m_i |v_i - v_i(t)|^2 + [E(x(t)) - E(x) + grad E(x) . (x - x(t))],
+
+   the second part E's Bregman divergence along the step (>= 0 where E is convex there): what the
+   step takes, h^2 times the accelerations' squares and the curvature the step crosses, whatever the
+   iterations leave. v(t) is the velocity the prediction carries less the forces' h f / m (the
+   velocity after damping and viscosity, whose losses are their own). grad E(x) is the springs' of a fit at x, sum_c K_ic (x_i - xbar_c - d_ic)
+   (projected_offset: their sum over a cluster vanishes, so xbar_c's own dependence on x adds
+   nothing), independent of the step's equations: the budget's energy_error keeps what the
+   iterations and the collider projections leave unconverged. e0 is E(x(t)). */
+static double numerical_dissipation(pd *s, csm_world *w, double h, double e0)
+{
+    const csm_particles *P = &w->P;
+    csm_clusters *C = &w->C;
+    const double *x = P->x;
+    fit_state(s, C, 0);
+    double e1 = 0;
+    objective(s, w, x, h, &e1); /* the fit at x, and E(x) */
+    memset(s->grad, 0, sizeof(double) * 3 * (size_t)P->n);
+    for (int32_t j = 0; j < C->m; j++) {
+        int32_t c = C->mcluster[j], i = C->member[j];
+        double d[3], K = s->kc[c] * C->wmass[j];
+        projected_offset(w, x, j, d);
+        for (int a = 0; a < 3; a++) s->grad[3 * i + a] += K * (x[3 * i + a] - C->com[3 * c + a] - d[a]);
+    }
+    fit_state(s, C, 1);
+    double kinetic = 0, bregman = e0 - e1;
+    for (int32_t i = 0; i < P->n; i++) {
+        if (P->inv_mass[i] == 0.0) continue;
+        for (int a = 0; a < 3; a++) {
+            double dv = P->v[3 * i + a] - (s->y[3 * i + a] - s->x0[3 * i + a]) / h + h * P->force[3 * i + a] * P->inv_mass[i];
+            kinetic += 0.5 * P->mass[i] * dv * dv;
+            bregman += s->grad[3 * i + a] * (x[3 * i + a] - s->x0[3 * i + a]);
+        }
+    }
+    return kinetic + bregman;
 }
 
 /* One global step: the right-hand side from the d_ic of the last fit, a solve, x from it. */
@@ -303,7 +368,9 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     if (csm_grow((void **)&s->x0, &s->cap[2], 3 * (int64_t)n, sizeof(double)) ||
         csm_grow((void **)&s->y, &s->cap[3], 3 * (int64_t)n, sizeof(double)) ||
         csm_grow((void **)&s->prev, &s->cap[4], 3 * (int64_t)n, sizeof(double)) ||
-        csm_grow((void **)&s->scratch, &s->cap[5], 12 * (int64_t)C->k, sizeof(double)))
+        csm_grow((void **)&s->scratch, &s->cap[5], 12 * (int64_t)C->k, sizeof(double)) ||
+        csm_grow((void **)&s->grad, &s->cap[6], 3 * (int64_t)n, sizeof(double)) ||
+        csm_grow((void **)&s->fit, &s->cap[7], 61 * (int64_t)C->k + 1, sizeof(double)))
         return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for projective_dynamics");
     double *x = P->x;
     csm_implicit_report_gains(w, s->kc, h);
@@ -312,7 +379,7 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     csm_implicit_predict(w, h, s->damping, s->viscosity, s->scratch, s->y);
 
     /* the start: y, or x(t) when its objective is lower (then the step cannot end above x(t)'s) */
-    double gy = objective(s, w, s->y, h), gx = objective(s, w, s->x0, h);
+    double e0 = 0, gy = objective(s, w, s->y, h, NULL), gx = objective(s, w, s->x0, h, &e0);
     if (gy <= gx) memcpy(x, s->y, sizeof(double) * 3 * (size_t)n);
     csm_world_project(w, x, h); /* colliders and contacts, on the start and after every global step */
     double residual = 0;
@@ -328,6 +395,7 @@ static int pd_step(csm_world *w, void *state, double h, csm_error *err)
     }
     csm_implicit_report_residual(w, residual);
     csm_implicit_velocities(w, s->x0, h);
+    if (w->report) w->report->dissipated[CSM_DISSIPATED_NUMERICAL] += numerical_dissipation(s, w, h, e0);
     return 0;
 }
 

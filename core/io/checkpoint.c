@@ -41,7 +41,7 @@ static int restore_frame(csm_log *log, csm_sim *sim, const log_frames *lf, csm_e
     rc |= csm_h5_read(log->ds[F_CK_STEP], H5T_NATIVE_INT64, t, 1, &w->step);
     rc |= csm_h5_read(log->ds[F_WORK_EXTERNAL], H5T_NATIVE_DOUBLE, t, 1, &sim->work_external);
     static const int dissipated[CSM_DISSIPATED_N] = {F_DISSIPATED_DAMPING, F_DISSIPATED_VISCOSITY, F_DISSIPATED_PLASTIC,
-                                                      F_DISSIPATED_CONTACT};
+                                                      F_DISSIPATED_CONTACT, F_DISSIPATED_NUMERICAL};
     for (int k = 0; k < CSM_DISSIPATED_N; k++)
         rc |= csm_h5_read(log->ds[dissipated[k]], H5T_NATIVE_DOUBLE, t, 1, &sim->report.dissipated[k]);
     rc |= csm_h5_read(log->ds[F_RECLUSTER_ENERGY], H5T_NATIVE_DOUBLE, t, 1, &sim->report.recluster_energy);

@@ -41,6 +41,7 @@ ACCESSOR(d_energy_error, &c->d->energy_error)
 ACCESSOR(d_elastic_lag, &c->d->elastic_lag)
 ACCESSOR(d_dissipated_damping, &c->sim->report.dissipated[CSM_DISSIPATED_DAMPING])
 ACCESSOR(d_dissipated_viscosity, &c->sim->report.dissipated[CSM_DISSIPATED_VISCOSITY])
+ACCESSOR(d_dissipated_numerical, &c->sim->report.dissipated[CSM_DISSIPATED_NUMERICAL])
 ACCESSOR(d_dissipated_plastic, &c->sim->report.dissipated[CSM_DISSIPATED_PLASTIC])
 ACCESSOR(d_dissipated_contact, &c->d->dissipated_contact)
 ACCESSOR(d_recluster_energy, &c->sim->report.recluster_energy)
@@ -126,6 +127,8 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_DISSIPATED_PLASTIC] = FIELD("/diagnostics/dissipated_plastic", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy the plastic flow released so far, at the positions of each step", 0, OPT_NONE, d_dissipated_plastic),
     [F_DISSIPATED_CONTACT] = FIELD("/diagnostics/dissipated_contact", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "what contact took from the bodies so far (< 0: gave them, as a moving collider does): "
                                "the energy budget's change over the logged frames in which a collider or the contacts moved a particle, the integrator's own error of those frames included", 0, OPT_NONE, d_dissipated_contact),
+    [F_DISSIPATED_NUMERICAL] = FIELD("/diagnostics/dissipated_numerical", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "what implicit Euler's steps took so far (projective_dynamics; 0 for the others): "
+                                 "1/2 sum m |v - v'|^2 plus the elastic energy's Bregman divergence over each step, v' the velocity the step's prediction carries", 0, OPT_NONE, d_dissipated_numerical),
     [F_RECLUSTER_ENERGY] = FIELD("/diagnostics/recluster_energy", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "stored elastic energy reclustering's fades, additions and removals added so far (< 0: released), "
                              "at the positions of each step; part of energy_error, not of the dissipated sums", 0, OPT_NONE, d_recluster_energy),
     [F_CONTACT_PAIRS] = FIELD("/diagnostics/contact_pairs", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "pairs the contact broad phase listed in the frame's last step: of particles within twice the contact distance, or (cluster_proxies) of a particle and a cluster whose proxy it nears", 0, OPT_CONTACT, d_contact_pairs),

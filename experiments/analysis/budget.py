@@ -13,6 +13,7 @@ elastic_lag, W = /diagnostics/work_external), is split into what each stage of t
   recluster   recluster_energy: what reclustering's weight changes stored
   viscosity   -dissipated_viscosity
   damping     -dissipated_damping
+  implicit    -dissipated_numerical: what implicit Euler's steps took (projective_dynamics)
   contact     -dissipated_contact: the change over the frames in which a collider or the contacts
               acted (what contact gave, > 0, as a press does, or took, < 0)
 
@@ -47,13 +48,15 @@ def row(path, at):
         cells = [path.split("/")[-1], str(f.attrs.get("status", "?")).split(":")[0], f"{t[i]:.2f}", f"{W[i]:.4g}", f"{change[i]:+.4g}"]
         err = series(d, "energy_error")
         if err is None:
-            cells += ["—"] * 6 + [f"{100 * float(np.max(change[: i + 1])) / given:+.2f} %"]
+            cells += ["—"] * 7 + [f"{100 * float(np.max(change[: i + 1])) / given:+.2f} %"]
             return cells
         recl = series(d, "recluster_energy")
         recl = np.zeros_like(err) if recl is None else recl
         contact = series(d, "dissipated_contact")
+        numerical = series(d, "dissipated_numerical")
         stages = [err[i] - recl[i], -d["dissipated_plastic"][i], recl[i], -d["dissipated_viscosity"][i],
-                  -d["dissipated_damping"][i], 0.0 if contact is None else -contact[i]]
+                  -d["dissipated_damping"][i], 0.0 if numerical is None else -numerical[i],
+                  0.0 if contact is None else -contact[i]]
         cells += [f"{s:+.4g}" for s in stages] + [f"{100 * float(err[: i + 1].max()) / given:+.2f} %"]
         return cells
 
@@ -63,7 +66,8 @@ def main():
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--at", type=float, help="the frame nearest this time, not the last")
     a = ap.parse_args()
-    head = ["log", "status", "t (s)", "W (J)", "E - E0 - W", "dynamics", "plastic", "recluster", "viscosity", "damping", "contact", "worst"]
+    head = ["log", "status", "t (s)", "W (J)", "E - E0 - W", "dynamics", "plastic", "recluster", "viscosity", "damping",
+            "implicit", "contact", "worst"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for path in a.logs:
