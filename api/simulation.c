@@ -71,6 +71,11 @@ static int load_config(const char *path, const char *text, const char *const *se
         if (!opt->log) return csm_fail(err, CSM_EXIT_BAD_INPUT, "a resume needs the log it continues");
         char *own, *name;
         if (csm_log_read_config(opt->log, &own, &name, err)) return -1;
+        if (!own[0] || !name[0]) { /* its attributes hold nothing: a corrupted string (the global heap) */
+            free(own);
+            free(name);
+            return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: corrupt log: the config it stores cannot be read", opt->log);
+        }
         int rc = csm_config_load_text(name, own, sets, nsets, cfg, err);
         if (rc && strstr(err->msg, name) == err->msg) { /* its lines are the stored text's, not the file's */
             char msg[sizeof err->msg];

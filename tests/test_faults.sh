@@ -378,7 +378,8 @@ fi
 # turn: csm info and a resume each end within 10 s, exit 0, 1 or 2, and a refusal is one line.
 # A resume writes in SWMR mode, where HDF5 retries a metadata read whose checksum fails a hundred
 # times, backing off: it hung for minutes on some of these (3 of 17 sampled), before the resume
-# read every dataset's last row back first.
+# read every dataset's last row back first. A corrupted global heap crashes HDF5 itself: csm says
+# so, naming the log.
 mkdir -p "$tmp/ea"
 printf 'name: ea
 time: {frames: 6}
@@ -412,6 +413,20 @@ for k, at in enumerate(blocks):
         if r.returncode not in (0, 1, 2) or (r.returncode == 2 and len(lines) != 1):
             bad.append(f"block {k}: {cmd[0]} exit {r.returncode}: {lines[-2:]}")
 check(not bad, f"every corrupted index block ends within 10 s with a clean exit: {bad[:4]}")
+# a string attribute's object in the global heap (signature GCOL) given a size past the file: HDF5
+# copies that much and crashes reading the attribute, or reads nothing; csm info and a resume say
+# the log is corrupt in one line, exit 2
+import struct
+b = bytearray(data)
+at = b.find(b"GCOL")
+struct.pack_into("<Q", b, at + 24, 1 << 40)  # the first object's size (after its index, count, reserved)
+path = os.path.join(folder, "heap.h5")
+open(path, "wb").write(b)
+for cmd in (["info", path], ["run", "--resume", path, "--frames", "8", "--threads", "1"]):
+    r = subprocess.run([csm] + cmd, capture_output=True, timeout=10)
+    lines = r.stderr.decode("utf-8", "replace").strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and "corrupt" in lines[0] and path in lines[0],
+          f"a corrupted global heap: {cmd[0]} says so in one line, exit 2 (got {r.returncode}: {lines[-2:]})")
 finish()
 PY
 

@@ -5,6 +5,7 @@
 #include "commands.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sched.h>
 #include <time.h>
 #include <stdio.h>
@@ -181,4 +182,33 @@ void csm_args_free(csm_args *a)
     free(a->sets);
     free(a->positional);
     memset(a, 0, sizeof *a);
+}
+
+static const char *guarded; /* the log csm_cli_guard names, NULL: none */
+
+/* Async-signal-safe: write(2) and _exit(2) only. */
+static void on_crash(int sig)
+{
+    static const char head[] = "csm: ", tail[] = ": HDF5 crashed reading this log (a segmentation or bus fault in its "
+                                                 "own code): the log is corrupt\n";
+    (void)sig;
+    if (guarded) {
+        ssize_t w = write(STDERR_FILENO, head, sizeof head - 1);
+        w = write(STDERR_FILENO, guarded, strlen(guarded));
+        w = write(STDERR_FILENO, tail, sizeof tail - 1);
+        (void)w;
+        _exit(2);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void csm_cli_guard(const char *path)
+{
+    guarded = path;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = path ? on_crash : SIG_DFL;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
 }

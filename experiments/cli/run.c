@@ -209,7 +209,9 @@ int csm_cmd_run(int argc, char **argv)
                        .resume = a.resume != NULL, .threads = a.threads};
     csm_simulation *s;
     char error[1300];
+    if (a.resume) csm_cli_guard(a.resume); /* it reads the log back before it writes */
     int status = csm_simulation_create(a.config, NULL, a.sets, a.nsets, &opt, &s, error, sizeof error);
+    csm_cli_guard(NULL);
     free(outset);
     csm_args_free(&a.args);
     if (status) {
