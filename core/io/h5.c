@@ -129,6 +129,23 @@ int csm_h5_append(hid_t ds, int type, hsize_t rows, const void *data)
     return rc < 0 ? -1 : 0;
 }
 
+/* Bytes that do not form UTF-8 (a corrupted string attribute) become '?', so that whatever prints
+   the string prints text. */
+static void utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int len = *p < 0x80 ? 1 : (*p >> 5) == 0x6 ? 2 : (*p >> 4) == 0xE ? 3 : (*p >> 3) == 0x1E ? 4 : 0;
+        int ok = len > 0 && !(len == 2 && *p < 0xC2) && !(len == 4 && *p > 0xF4);
+        for (int k = 1; ok && k < len; k++) ok = (p[k] & 0xC0) == 0x80;
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += len;
+    }
+}
+
 char *csm_log_string_attr_dup(hid_t obj, const char *name)
 {
     if (H5Aexists(obj, name) <= 0) return NULL;
@@ -157,6 +174,7 @@ char *csm_log_string_attr_dup(hid_t obj, const char *name)
     }
     H5Tclose(t);
     H5Aclose(a);
+    if (out) utf8_clean(out);
     return out;
 }
 
