@@ -45,6 +45,9 @@ void csm_contacts_free(csm_contacts *c)
     free(c->sphere);
     free(c->stamp);
     free(c->sample);
+    free(c->owner);
+    free(c->boxes);
+    free(c->swept);
     free(c->regions);
     free(c->wnormal);
     free(c->adj_start);
@@ -125,48 +128,114 @@ static int meet(const double *x0, const double *x, int32_t i, int32_t j, double 
     return csm_v3_dot(r, r) < d * d;
 }
 
-/* The broad phase lists the pairs within 2 d at the predicted positions x. When a particle
-   travels more than d / 4 over the step it is swept: the pairs within 2 d at positions sampled
-   along every particle's line from x0 to x, so close that two particles that meet within d
-   between samples lie within 2 d at one (samples d / 2 of the largest relative travel apart, at
-   most CSM_CONTACT_SWEEP), are listed once each, in increasing (i, j), if they meet within d
-   during the step or end within 2 d. A pair that crosses during the step is held by its
-   constraint along its direction at the step's start, which it crossed: two bodies cannot pass
-   through each other however fast they meet, up to CSM_CONTACT_SWEEP / 2 contact distances of
-   travel a step. */
-static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
+/* Samples a particle's path from x0 to x gets beyond its end: none while it travels at most d / 4,
+   else one every d / 2 of its travel (at most CSM_CONTACT_SWEEP). */
+static int32_t path_samples(const double *x0, const double *x, int32_t i, double d)
 {
-    const csm_particles *P = &w->P;
-    int32_t n = P->n;
-    if (n < 2) return 0;
+    double v[3] = {x[3 * i] - x0[3 * i], x[3 * i + 1] - x0[3 * i + 1], x[3 * i + 2] - x0[3 * i + 2]};
+    double len = csm_v3_norm(v);
+    return len > 0.25 * d ? (int32_t)fmin(ceil(len / (0.5 * d)), CSM_CONTACT_SWEEP) : 0;
+}
+
+/* The broad phase lists the pairs within 2 d at the predicted positions x. When a particle
+   travels more than d / 4 over the step the step is swept: the grid holds each particle where it
+   ends and each that travels more than d / 4 also at points along its line from x0 to x, d / 2
+   apart, so that every point of a particle's path lies within d / 4 of one of its points and two
+   particles that come within d during the step have points within 1.5 d. Any two particles with
+   points within 2 d are listed, once, in increasing (i, j), if they meet within d during the step
+   or end within 2 d. A pair that crosses during the step is held by its constraint along its
+   direction at the step's start, which it crossed: two bodies cannot pass through each other
+   however fast they meet, up to CSM_CONTACT_SWEEP / 2 contact distances of travel a step. Only
+   the fast particles whose paths reach another object's box over the step (grown by 2 d) add
+   points: a body falling alone sweeps nothing. */
+static int sweep(csm_contacts *c, const csm_world *w, const double *x)
+{
+    int32_t n = w->P.n;
     double travel = 0, d = c->distance;
     for (int32_t i = 0; c->x0 && i < n; i++) {
         double v[3] = {x[3 * i] - c->x0[3 * i], x[3 * i + 1] - c->x0[3 * i + 1], x[3 * i + 2] - c->x0[3 * i + 2]};
         travel = fmax(travel, csm_v3_dot(v, v));
     }
-    travel = sqrt(travel);
-    if (!(travel > 0.25 * d)) {
-        if (pairs_at(c, w, x)) return -1;
-    } else {
-        int32_t m = (int32_t)fmin(ceil(2.0 * travel / (0.5 * d)), CSM_CONTACT_SWEEP);
-        if (csm_grow((void **)&c->sample, &c->cap_sample, 3 * (int64_t)n, sizeof *c->sample)) return -1;
-        for (int32_t k = 0; k <= m; k++) {
-            double f = (double)k / m;
-            for (int64_t a = 0; a < 3 * (int64_t)n; a++) c->sample[a] = c->x0[a] + f * (x[a] - c->x0[a]);
-            if (pairs_at(c, w, c->sample)) return -1;
+    if (!(sqrt(travel) > 0.25 * d)) return pairs_at(c, w, x) ? -1 : 0;
+    /* each object's box over the step, grown by 2 d: a particle's path needs points only where it
+       can meet another object's (or, with `self`, any) */
+    int32_t nobj = w->nobjects;
+    if (csm_grow((void **)&c->boxes, &c->cap_boxes, 6 * (int64_t)nobj, sizeof *c->boxes) ||
+        csm_grow((void **)&c->swept, &c->cap_swept, n, sizeof *c->swept))
+        return -1;
+    for (int32_t o = 0; o < nobj; o++)
+        for (int e = 0; e < 3; e++) c->boxes[6 * o + e] = INFINITY, c->boxes[6 * o + 3 + e] = -INFINITY;
+    for (int32_t i = 0; i < n; i++) {
+        double *b = &c->boxes[6 * w->P.object[i]];
+        for (int e = 0; e < 3; e++) {
+            b[e] = fmin(b[e], fmin(c->x0[3 * i + e], x[3 * i + e]) - 2 * d);
+            b[3 + e] = fmax(b[3 + e], fmax(c->x0[3 * i + e], x[3 * i + e]) + 2 * d);
         }
-        qsort(c->pair, (size_t)c->npairs, 2 * sizeof *c->pair, pair_order);
-        int32_t kept = 0;
-        for (int32_t q = 0; q < c->npairs; q++) {
-            int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
-            if (kept && c->pair[2 * (kept - 1)] == i && c->pair[2 * (kept - 1) + 1] == j) continue;
-            double e[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
-            if (csm_v3_dot(e, e) >= 4 * d * d && !meet(c->x0, x, i, j, d)) continue;
-            c->pair[2 * kept] = i;
-            c->pair[2 * kept++ + 1] = j;
-        }
-        c->npairs = kept;
     }
+    int64_t npts = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t m = path_samples(c->x0, x, i, d), near = c->cfg.self;
+        for (int32_t o = 0; m && !near && o < nobj; o++) {
+            if (o == w->P.object[i]) continue;
+            const double *b = &c->boxes[6 * o];
+            near = 1;
+            for (int e = 0; e < 3 && near; e++)
+                near = fmin(c->x0[3 * i + e], x[3 * i + e]) <= b[3 + e] && fmax(c->x0[3 * i + e], x[3 * i + e]) >= b[e];
+        }
+        c->swept[i] = near ? m : 0;
+        npts += 1 + c->swept[i];
+    }
+    if (npts == n) return pairs_at(c, w, x) ? -1 : 0; /* no path meets another object's box */
+    /* the points: each particle where it ends, and one that travels more than d / 4 near another
+       object also along its path, d / 2 apart */
+    if (npts > INT32_MAX / 2 || csm_grow((void **)&c->sample, &c->cap_sample, 3 * npts, sizeof *c->sample) ||
+        csm_grow((void **)&c->owner, &c->cap_owner, npts, sizeof *c->owner))
+        return -1;
+    int64_t at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t m = c->swept[i];
+        for (int32_t k = 0; k <= m; k++, at++) {
+            double f = m ? (double)k / m : 1.0;
+            for (int e = 0; e < 3; e++) c->sample[3 * at + e] = c->x0[3 * i + e] + f * (x[3 * i + e] - c->x0[3 * i + e]);
+            c->owner[at] = i;
+        }
+    }
+    double search = 2.0 * d, inv = 1.0 / search, s2 = search * search;
+    if (csm_contacts_grid_sort(c, c->sample, 3, (int32_t)npts, inv)) return -1;
+    for (int32_t p = 0; p < (int32_t)npts; p++) {
+        const double *xp = &c->sample[3 * (int64_t)p];
+        int32_t i = c->owner[p];
+        uint32_t seen[27];
+        int nseen = csm_contacts_grid_around(c, xp, inv, seen);
+        for (int sc = 0; sc < nseen; sc++)
+            for (int32_t a2 = c->cell_start[seen[sc]]; a2 < c->cell_start[seen[sc] + 1]; a2++) {
+                int32_t q = c->sorted[a2], j = c->owner[q];
+                if (j <= i) continue;
+                const double *xq = &c->sample[3 * (int64_t)q];
+                double e[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
+                if (csm_v3_dot(e, e) >= s2 || csm_contacts_excluded(c, w, i, j)) continue;
+                if (csm_contacts_pair_push(c, i, j)) return -1;
+            }
+    }
+    qsort(c->pair, (size_t)c->npairs, 2 * sizeof *c->pair, pair_order);
+    int32_t kept = 0;
+    for (int32_t q = 0; q < c->npairs; q++) {
+        int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
+        if (kept && c->pair[2 * (kept - 1)] == i && c->pair[2 * (kept - 1) + 1] == j) continue;
+        double e[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
+        if (csm_v3_dot(e, e) >= 4 * d * d && !meet(c->x0, x, i, j, d)) continue;
+        c->pair[2 * kept] = i;
+        c->pair[2 * kept++ + 1] = j;
+    }
+    c->npairs = kept;
+    return 0;
+}
+
+/* The broad phase, then each pair's direction and the surface patches. */
+static int particles_find(csm_contacts *c, const csm_world *w, const double *x)
+{
+    if (w->P.n < 2) return 0;
+    if (sweep(c, w, x)) return -1;
     if (csm_contacts_pairs_ready(c)) return -1;
     /* each pair's direction at the step's start (x0), or where the two started at one point, now */
     for (int32_t q = 0; q < c->npairs; q++) {

@@ -78,7 +78,11 @@ typedef struct csm_contacts {
     int64_t cap_proxy, cap_body, cap_sphere, cap_stamp;
     /* particles with contact.normal surface: a particle over another object's surface is held off
        that surface, a plane near it, not off each of its particles (contact.c patches) */
-    double *sample;             /* [3n] positions along the step the broad phase sweeps (contact.c) */
+    double *sample;             /* the points along the step the broad phase sweeps (contact.c sweep) */
+    int32_t *owner;             /* each point's particle */
+    double *boxes;              /* [6 objects] each object's box over the step, grown by 2 d */
+    int32_t *swept;             /* [n] the points each particle's path adds */
+    int64_t cap_owner, cap_boxes, cap_swept;
     csm_contact_region *regions; /* contact_bounce.c's, one per two objects that touched */
     int32_t nregions;
     int64_t cap_regions;
