@@ -4,13 +4,16 @@
    |x_i - x_j| >= d projected inside the integrators' iterations (csm_world_project). Friction
    acts on the same positions: a pair's tangential slip over the step is taken back, at most mu
    times the pair's push apart so far (static friction while that suffices, kinetic beyond), so
-   the velocities the step derives from its positions meet Coulomb's law.
+   the velocities the step derives from its positions meet Coulomb's law. With contact.normal
+   surface (the default) a particle that lies over a flat patch of another object's surface is
+   held off that patch as a plane instead (contact_surface.c), and with contact.restitution two
+   objects that touched bounce off each other as rigid bodies after the step (contact_bounce.c).
 
    The broad phase is a hashed uniform grid rebuilt at the first projection of each step, on the
    predicted positions: a counting sort of the particles by cell, then for each particle the 27
    cells around it. It finds every pair within the search distance 2 d (so a pair that closes
-   during the iterations is already listed) in O(n), and it allocates nothing once its buffers
-   have grown to the scene. Everything is serial and in a fixed order, so the pairs and the
+   during the iterations is already listed) in O(n), sweeps the paths of fast particles near other
+   objects (contact.c sweep), and it allocates nothing once its buffers have grown to the scene. Everything is serial and in a fixed order, so the pairs and the
    positions are the same bit for bit whatever the thread count.
 
    method cluster_proxies (Jones et al. 2015) keeps particles out of the clusters of other
