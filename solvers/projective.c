@@ -33,7 +33,8 @@
    external work, tested). Colliders and contacts are projected on the start and after every
    global step (csm_world_project), not made part of the implicit system: the fixed point of that
    is not the constrained equilibrium (docs/physics.md: a cube between plates, a cube dropped at
-   one long step). Converged, a step loses exactly numerical_dissipation's amount. */
+   one long step). Converged, and where nothing is projected, a step loses exactly what
+   numerical_dissipation counts. */
 #include "csm_math.h"
 #include "elastic.h"
 #include "grow.h"
