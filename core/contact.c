@@ -217,7 +217,7 @@ static int sweep(csm_contacts *c, const csm_world *w, const double *x)
                 if (csm_contacts_pair_push(c, i, j)) return -1;
             }
     }
-    qsort(c->pair, (size_t)c->npairs, 2 * sizeof *c->pair, pair_order);
+    if (c->npairs > 1) qsort(c->pair, (size_t)c->npairs, 2 * sizeof *c->pair, pair_order);
     int32_t kept = 0;
     for (int32_t q = 0; q < c->npairs; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
