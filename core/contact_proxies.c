@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 26 };
+enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 26, SPHERE_STRIDE = 13 };
 
 /* A cluster's proxy: [0] sphere radius, [1] planes, [2..4] rest centre in the object's rest
    positions, then each plane as n (3), o: n . p <= o inside: the bounding planes of its members
@@ -245,19 +245,23 @@ static int cmp_candidate(const void *pa, const void *pb)
     return (a[0] > b[0]) - (a[0] < b[0]);
 }
 
-/* List (particle i of cluster a, cluster b) for the members of a within b's world sphere grown
-   by d; with one object, not those b's proxy holds at rest (grown by d): they are its
+/* List (particle i of cluster a, cluster b) for the members of a within b's proxy grown by d
+   (its world sphere, then the proxy itself in its frame at x; the iterations move a pair less
+   than d, as the particles' search distance 2 d allows, so a particle farther out is never
+   pushed); with one object, not those b's proxy holds at rest (grown by d): they are its
    neighbours in the material, not its contacts. */
 static int proxy_candidates(csm_contacts *c, const csm_world *w, const double *x, int32_t a, int32_t b, int same)
 {
     const csm_clusters *C = &w->C;
-    const double *sb = &c->sphere[4 * b], *pr = &c->proxy[PROXY_STRIDE * b];
+    const double *sb = &c->sphere[SPHERE_STRIDE * b], *pr = &c->proxy[PROXY_STRIDE * b];
     double reach = sb[3] + c->distance;
     for (int32_t j = C->offset[a]; j < C->offset[a + 1]; j++) {
         int32_t i = C->member[j];
         const double *xi = &x[3 * i];
-        double r[3] = {xi[0] - sb[0], xi[1] - sb[1], xi[2] - sb[2]};
+        double r[3] = {xi[0] - sb[0], xi[1] - sb[1], xi[2] - sb[2]}, local[3];
         if (csm_v3_dot(r, r) >= reach * reach) continue;
+        csm_m3_mul_v3(&sb[4], r, local);
+        if (proxy_exit(pr, local, c->distance, NULL) <= 0) continue;
         if (same) {
             const double *rest = &w->P.rest[3 * i];
             double q[3] = {rest[0] - pr[2], rest[1] - pr[3], rest[2] - pr[4]};
@@ -275,7 +279,7 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
     if (k < 2) return 0;
     if (csm_grow((void **)&c->proxy, &c->cap_proxy, (int64_t)PROXY_STRIDE * k, sizeof *c->proxy) ||
         csm_grow((void **)&c->body, &c->cap_body, (int64_t)BODY_STRIDE * k, sizeof *c->body) ||
-        csm_grow((void **)&c->sphere, &c->cap_sphere, 4 * (int64_t)k, sizeof *c->sphere) ||
+        csm_grow((void **)&c->sphere, &c->cap_sphere, SPHERE_STRIDE * (int64_t)k, sizeof *c->sphere) ||
         csm_grow((void **)&c->stamp, &c->cap_stamp, n, sizeof *c->stamp))
         return -1;
     if (c->proxy_k != k || c->proxy_epoch != C->epoch) { /* the first step (proxy_k 0), or the clusters changed */
@@ -286,8 +290,8 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
     const double *x0 = c->x0 ? c->x0 : x;
     double widest = 0;
     for (int32_t cl = 0; cl < k; cl++) {
-        double M[9], Minv[9], U[9], s[3], V[9], *sp = &c->sphere[4 * cl];
-        proxy_frame(w, x, cl, sp, M, Minv);
+        double M[9], U[9], s[3], V[9], *sp = &c->sphere[SPHERE_STRIDE * cl];
+        proxy_frame(w, x, cl, sp, M, &sp[4]);
         csm_svd3_fast(M, U, s, V);
         sp[3] = fabs(s[0]) * c->proxy[PROXY_STRIDE * cl]; /* the proxy's farthest reach in the world */
         widest = fmax(widest, sp[3]);
@@ -295,10 +299,10 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
     }
     /* two spheres that overlap within d have centres closer than 2 widest + d: neighbouring cells */
     double inv = 1.0 / (2.0 * widest + c->distance);
-    if (csm_contacts_grid_sort(c, c->sphere, 4, k, inv)) return -1;
+    if (csm_contacts_grid_sort(c, c->sphere, SPHERE_STRIDE, k, inv)) return -1;
     for (int32_t i = 0; i < n; i++) c->stamp[i] = -1;
     for (int32_t a = 0; a < k; a++) {
-        const double *sa = &c->sphere[4 * a];
+        const double *sa = &c->sphere[SPHERE_STRIDE * a];
         int32_t oa = csm_cluster_object(w, a);
         for (int32_t j = C->offset[a]; j < C->offset[a + 1]; j++) c->stamp[C->member[j]] = a;
         uint32_t seen[27];
@@ -307,7 +311,7 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
             for (int32_t t = c->cell_start[seen[s]]; t < c->cell_start[seen[s] + 1]; t++) {
                 int32_t b = c->sorted[t];
                 if (b <= a) continue;
-                const double *sb = &c->sphere[4 * b];
+                const double *sb = &c->sphere[SPHERE_STRIDE * b];
                 double r[3] = {sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2]}, reach = sa[3] + sb[3] + c->distance;
                 if (csm_v3_dot(r, r) >= reach * reach) continue;
                 int same = csm_cluster_object(w, b) == oa;
