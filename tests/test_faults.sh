@@ -399,21 +399,28 @@ csm, folder, sanitized = sys.argv[1], sys.argv[2], sys.argv[3] != "0"
 data = open(os.path.join(folder, "base.h5"), "rb").read()
 blocks = [m.start() for m in re.finditer(b"EAIB", data)]
 check(len(blocks) > 10, f"the log has extensible-array index blocks ({len(blocks)})")
+
+
+def attempts(path, what, bad):
+    """csm info, then a resume, on path: (command, result) for each that ends within 10 s; one
+    that does not is noted in bad"""
+    for cmd in (["info", path], ["run", "--resume", path, "--frames", "8", "--threads", "1"]):
+        try:
+            yield cmd[0], subprocess.run([csm] + cmd, capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            bad.append(f"{what}: {cmd[0]} ran past 10 s")
+
+
 bad = []
 for k, at in enumerate(blocks):
     b = bytearray(data)
     b[at + 12] ^= 0xFF  # inside the block: its checksum no longer matches
     path = os.path.join(folder, f"c{k}.h5")
     open(path, "wb").write(b)
-    for cmd in (["info", path], ["run", "--resume", path, "--frames", "8", "--threads", "1"]):
-        try:
-            r = subprocess.run([csm] + cmd, capture_output=True, timeout=10)
-        except subprocess.TimeoutExpired:
-            bad.append(f"block {k}: {cmd[0]} ran past 10 s")
-            continue
+    for cmd, r in attempts(path, f"block {k}", bad):
         lines = r.stderr.decode("utf-8", "replace").strip().splitlines()
         if r.returncode not in (0, 1, 2) or (r.returncode == 2 and len(lines) != 1):
-            bad.append(f"block {k}: {cmd[0]} exit {r.returncode}: {lines[-2:]}")
+            bad.append(f"block {k}: {cmd} exit {r.returncode}: {lines[-2:]}")
 check(not bad, f"every corrupted index block ends within 10 s with a clean exit: {bad[:4]}")
 # a string attribute's object in the global heap (signature GCOL) given a size past the file: HDF5
 # copies that much and crashes reading the attribute, or reads nothing; csm info and a resume say
@@ -424,14 +431,15 @@ at = b.find(b"GCOL")
 struct.pack_into("<Q", b, at + 24, 1 << 40)  # the first object's size (after its index, count, reserved)
 path = os.path.join(folder, "heap.h5")
 open(path, "wb").write(b)
-for cmd in (["info", path], ["run", "--resume", path, "--frames", "8", "--threads", "1"]):
-    r = subprocess.run([csm] + cmd, capture_output=True, timeout=10)
+bad = []
+for cmd, r in attempts(path, "a corrupted global heap", bad):
     lines = r.stderr.decode("utf-8", "replace").strip().splitlines()
     if sanitized and any("AddressSanitizer" in line for line in lines):
-        check(r.returncode != 0, f"a corrupted global heap: {cmd[0]} stopped by AddressSanitizer's report (exit {r.returncode})")
+        check(r.returncode != 0, f"a corrupted global heap: {cmd} stopped by AddressSanitizer's report (exit {r.returncode})")
         continue
     check(r.returncode == 2 and len(lines) == 1 and "corrupt" in lines[0] and path in lines[0],
-          f"a corrupted global heap: {cmd[0]} says so in one line, exit 2 (got {r.returncode}: {lines[-2:]})")
+          f"a corrupted global heap: {cmd} says so in one line, exit 2 (got {r.returncode}: {lines[-2:]})")
+check(not bad, f"a corrupted global heap: info and resume end within 10 s: {bad}")
 # a corpus: 60 copies, each with 6 bytes anywhere set at random (seeded): csm info and a resume
 # each end within 10 s with exit 0, 1 or 2 and print text (a corrupted string attribute's bytes
 # that are not UTF-8 print as '?')
@@ -444,18 +452,13 @@ for k in range(60):
         b[rng.randrange(len(b))] = rng.randrange(256)
     path = os.path.join(folder, f"r{k}.h5")
     open(path, "wb").write(b)
-    for cmd in (["info", path], ["run", "--resume", path, "--frames", "8", "--threads", "1"]):
-        try:
-            r = subprocess.run([csm] + cmd, capture_output=True, timeout=10)
-        except subprocess.TimeoutExpired:
-            bad.append(f"copy {k}: {cmd[0]} ran past 10 s")
-            continue
+    for cmd, r in attempts(path, f"copy {k}", bad):
         try:
             (r.stdout + r.stderr).decode("utf-8")
         except UnicodeDecodeError:
-            bad.append(f"copy {k}: {cmd[0]} printed bytes that are not text")
+            bad.append(f"copy {k}: {cmd} printed bytes that are not text")
         if r.returncode not in (0, 1, 2):
-            bad.append(f"copy {k}: {cmd[0]} exit {r.returncode}")
+            bad.append(f"copy {k}: {cmd} exit {r.returncode}")
     os.remove(path)
 check(not bad, f"60 randomly corrupted copies: every info and resume ends within 10 s, exit 0, 1 or 2, in text: {bad[:4]}")
 finish()
