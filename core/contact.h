@@ -76,7 +76,7 @@ typedef struct csm_contacts {
     /* cluster_proxies: the pairs are (particle, cluster), sorted by cluster */
     double *proxy;              /* per cluster: its proxy in its rest space (contact.c) */
     double *body;               /* per cluster: its rigid body at the step's start */
-    double *sphere;             /* [13k] per cluster: the proxy's world centre and reach, and its frame's inverse map at x (contact_proxies.c) */
+    double *sphere;             /* [16k] per cluster: the sphere its proxy sweeps over the step (centre, reach), its frame at x (contact_proxies.c) */
     int32_t *stamp;             /* [n] scratch of the broad phase */
     int64_t cap_proxy, cap_body, cap_sphere, cap_stamp;
     /* particles with contact.normal surface: a particle over another object's surface is held off

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 26, SPHERE_STRIDE = 13 };
+enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 26, SPHERE_STRIDE = 16 };
 
 /* A cluster's proxy: [0] sphere radius, [1] planes, [2..4] rest centre in the object's rest
    positions, then each plane as n (3), o: n . p <= o inside: the bounding planes of its members
@@ -140,22 +140,65 @@ static double proxy_entry(const double *pr, const double q0[3], const double q1[
     return outside ? fmin(t, 1.0) : -1.0;
 }
 
+/* The earliest time in [0, 1] at which the segment q0 -> q1 of a proxy's rest space lies inside
+   it grown by margin (Cyrus and Beck's clipping against the sphere and each half-space), or -1
+   when it never does. */
+static double proxy_clip(const double *pr, const double q0[3], const double q1[3], double margin)
+{
+    double d[3] = {q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2]}, t0 = 0, t1 = 1, R = pr[0] + margin;
+    double a = csm_v3_dot(d, d), b = csm_v3_dot(q0, d), c = csm_v3_dot(q0, q0) - R * R;
+    if (a > 0) {
+        double disc = b * b - a * c;
+        if (disc < 0) return -1;
+        t0 = fmax(t0, (-b - sqrt(disc)) / a);
+        t1 = fmin(t1, (-b + sqrt(disc)) / a);
+    } else if (c > 0) {
+        return -1;
+    }
+    for (int k = 0; k < (int)pr[1] && t0 <= t1; k++) {
+        const double *pl = &pr[5 + 4 * k];
+        double phi0 = csm_v3_dot(pl, q0) - pl[3] - margin, phi1 = csm_v3_dot(pl, q1) - pl[3] - margin;
+        if (phi0 > phi1) t0 = fmax(t0, phi0 / (phi0 - phi1)); /* it goes in across this plane */
+        else if (phi1 > phi0) t1 = fmin(t1, phi0 / (phi0 - phi1)); /* it goes out */
+        else if (phi0 > 0) return -1;
+    }
+    return t0 <= t1 ? t0 : -1;
+}
+
+/* Whether a particle travelled d or more relative to a cluster's centre over the step (rel its
+   offset from the centre at its end; x0 and com0 where both began): only such a path can cross a
+   proxy it starts and ends outside of by more than a graze. */
+static int passing(const double rel[3], const double x0[3], const double com0[3], double d)
+{
+    double t[3] = {rel[0] - (x0[0] - com0[0]), rel[1] - (x0[1] - com0[1]), rel[2] - (x0[2] - com0[2])};
+    return csm_v3_dot(t, t) >= d * d;
+}
+
 /* Where the proxy of cl, standing in the world at x-bar + M p, pushes x out to: D = that point
    minus x (zero when x is outside); returns |D|. A particle that was outside the proxy at the
    step's start (x0 in the frame x-bar0 + M0 p, Minv0 its inverse; x0 NULL: not known) goes back
    to where its path relative to the cluster entered it, the side it came from: through the
    nearest face, a particle that crossed more than half the proxy in one step would come out
    ahead of where it went in, faster than it came, with the cluster thrown back (energy created;
-   a cube thrown at 10 m/s onto a slab gained 1e46 J). One inside already leaves by the nearest
-   face (Jones et al. 2015). */
+   a cube thrown at 10 m/s onto a slab gained 1e46 J), and so does one that went through it in the
+   step, its path relative to the cluster across the proxy and out (two cubes meeting at 30 m/s
+   each passed through each other). One inside already leaves by the nearest face (Jones et al.
+   2015). */
 static double proxy_push(const double *pr, const double com[3], const double M[9], const double Minv[9],
-                         const double x[3], const double *x0, const double *com0, const double *Minv0, double D[3])
+                         const double x[3], const double *x0, const double *com0, const double *Minv0, double d,
+                         double D[3])
 {
     double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3], out[3], y[3];
     D[0] = D[1] = D[2] = 0;
     csm_m3_mul_v3(Minv, rel, local);
-    if (proxy_exit(pr, local, 0.0, out) <= 0) return 0;
-    if (x0) {
+    if (proxy_exit(pr, local, 0.0, out) <= 0) {
+        if (!x0 || !passing(rel, x0, com0, d)) return 0;
+        double rel0[3] = {x0[0] - com0[0], x0[1] - com0[1], x0[2] - com0[2]}, local0[3];
+        csm_m3_mul_v3(Minv0, rel0, local0);
+        double t = proxy_exit(pr, local0, 0.0, NULL) > 0 ? -1.0 : proxy_clip(pr, local0, local, 0.0);
+        if (!(t >= 0)) return 0; /* it stayed outside, or it started inside and left */
+        for (int e = 0; e < 3; e++) out[e] = local0[e] + t * (local[e] - local0[e]);
+    } else if (x0) {
         double rel0[3] = {x0[0] - com0[0], x0[1] - com0[1], x0[2] - com0[2]}, local0[3];
         csm_m3_mul_v3(Minv0, rel0, local0);
         double t = proxy_entry(pr, local0, local);
@@ -245,23 +288,38 @@ static int cmp_candidate(const void *pa, const void *pb)
     return (a[0] > b[0]) - (a[0] < b[0]);
 }
 
+/* The squared distance from s to the segment p0 -> p1. */
+static double segment_distance2(const double s[3], const double p0[3], const double p1[3])
+{
+    double d[3] = {p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]}, r[3] = {s[0] - p0[0], s[1] - p0[1], s[2] - p0[2]};
+    double dd = csm_v3_dot(d, d), t = dd > 0 ? fmin(1.0, fmax(0.0, csm_v3_dot(r, d) / dd)) : 0.0;
+    for (int e = 0; e < 3; e++) r[e] -= t * d[e];
+    return csm_v3_dot(r, r);
+}
+
 /* List (particle i of cluster a, cluster b) for the members of a within b's proxy grown by d
-   (its world sphere, then the proxy itself in its frame at x; the iterations move a pair less
-   than d, as the particles' search distance 2 d allows, so a particle farther out is never
-   pushed); with one object, not those b's proxy holds at rest (grown by d): they are its
-   neighbours in the material, not its contacts. */
+   (its world sphere over the step, then the proxy itself in its frame: at x, or along the
+   particle's path relative to it from the step's start; the iterations move a pair less than d,
+   as the particles' search distance 2 d allows, so a particle farther out is never pushed); with
+   one object, not those b's proxy holds at rest (grown by d): they are its neighbours in the
+   material, not its contacts. */
 static int proxy_candidates(csm_contacts *c, const csm_world *w, const double *x, int32_t a, int32_t b, int same)
 {
     const csm_clusters *C = &w->C;
-    const double *sb = &c->sphere[SPHERE_STRIDE * b], *pr = &c->proxy[PROXY_STRIDE * b];
+    const double *sb = &c->sphere[SPHERE_STRIDE * b], *pr = &c->proxy[PROXY_STRIDE * b], *bb = &c->body[BODY_STRIDE * b];
     double reach = sb[3] + c->distance;
     for (int32_t j = C->offset[a]; j < C->offset[a + 1]; j++) {
         int32_t i = C->member[j];
-        const double *xi = &x[3 * i];
-        double r[3] = {xi[0] - sb[0], xi[1] - sb[1], xi[2] - sb[2]}, local[3];
-        if (csm_v3_dot(r, r) >= reach * reach) continue;
+        const double *xi = &x[3 * i], *x0i = c->x0 ? &c->x0[3 * i] : xi;
+        if (segment_distance2(sb, x0i, xi) >= reach * reach) continue;
+        double r[3] = {xi[0] - sb[13], xi[1] - sb[14], xi[2] - sb[15]}, local[3];
         csm_m3_mul_v3(&sb[4], r, local);
-        if (proxy_exit(pr, local, c->distance, NULL) <= 0) continue;
+        if (proxy_exit(pr, local, c->distance, NULL) <= 0) {
+            if (!c->x0 || same || !passing(r, x0i, bb, c->distance)) continue;
+            double r0[3] = {x0i[0] - bb[0], x0i[1] - bb[1], x0i[2] - bb[2]}, local0[3];
+            csm_m3_mul_v3(&bb[17], r0, local0);
+            if (!(proxy_clip(pr, local0, local, c->distance) >= 0)) continue;
+        }
         if (same) {
             const double *rest = &w->P.rest[3 * i];
             double q[3] = {rest[0] - pr[2], rest[1] - pr[3], rest[2] - pr[4]};
@@ -290,12 +348,17 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
     const double *x0 = c->x0 ? c->x0 : x;
     double widest = 0;
     for (int32_t cl = 0; cl < k; cl++) {
-        double M[9], U[9], s[3], V[9], *sp = &c->sphere[SPHERE_STRIDE * cl];
-        proxy_frame(w, x, cl, sp, M, &sp[4]);
+        /* the proxy's frame at x ([4..15]: its inverse map, its centre), and the sphere it sweeps
+           over the step ([0..3]): about the middle of its centre's path, its farthest reach in the
+           world grown by half that path */
+        double M[9], U[9], s[3], V[9], *sp = &c->sphere[SPHERE_STRIDE * cl], *b = &c->body[BODY_STRIDE * cl];
+        proxy_frame(w, x, cl, &sp[13], M, &sp[4]);
         csm_svd3_fast(M, U, s, V);
-        sp[3] = fabs(s[0]) * c->proxy[PROXY_STRIDE * cl]; /* the proxy's farthest reach in the world */
-        widest = fmax(widest, sp[3]);
         proxy_body(c, w, x0, cl);
+        double path[3] = {sp[13] - b[0], sp[14] - b[1], sp[15] - b[2]};
+        for (int e = 0; e < 3; e++) sp[e] = 0.5 * (sp[13 + e] + b[e]);
+        sp[3] = fabs(s[0]) * c->proxy[PROXY_STRIDE * cl] + 0.5 * csm_v3_norm(path);
+        widest = fmax(widest, sp[3]);
     }
     /* two spheres that overlap within d have centres closer than 2 widest + d: neighbouring cells */
     double inv = 1.0 / (2.0 * widest + c->distance);
@@ -380,7 +443,7 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                 int32_t i = c->pair[2 * q];
                 const double *x0i = c->x0 ? &c->x0[3 * i] : &x[3 * i];
                 double *D = &c->push[4 * q];
-                D[3] = proxy_push(pr, com, M, Minv, &x[3 * i], c->x0 && rigid ? x0i : NULL, b, &b[17], D);
+                D[3] = proxy_push(pr, com, M, Minv, &x[3 * i], c->x0 && rigid ? x0i : NULL, b, &b[17], c->distance, D);
                 active += D[3] > 0 && im[i] > 0;
             }
             for (int32_t q = q0; q < q1; q++) {
@@ -437,7 +500,7 @@ double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double
         proxy_frame(w, x, cl, com, M, Minv);
         for (int32_t q = q0; q < q1; q++)
             deepest = fmax(deepest, proxy_push(&c->proxy[PROXY_STRIDE * cl], com, M, Minv, &x[3 * c->pair[2 * q]], NULL,
-                                               NULL, NULL, D));
+                                               NULL, NULL, c->distance, D));
     }
     return deepest;
 }
