@@ -64,6 +64,9 @@ void csm_mesh_winding_lanes(const csm_mesh *m, const double *p, int n, double *w
    index (-1 for a mesh without triangles, which is at infinite distance). Uses the tree when
    built; exact either way. */
 double csm_mesh_closest(const csm_mesh *m, const double p[3], double q[3], int32_t *tri);
+/* Where the segment p0 -> p1 first crosses a triangle, as a fraction of it in [0, 1], and that
+   triangle's index; -1 (and tri -1) when it crosses none. Uses the tree when built. */
+double csm_mesh_segment_first(const csm_mesh *m, const double p0[3], const double p1[3], int32_t *tri);
 /* Rotate (degrees about x, then y, then z), centre the bounding box at the origin, then scale by
    `scale`, over the longest edge of the bounding box when fit_unit_box (objects' and colliders'
    `rotate`, `fit` and `scale`). Build the tree after. */

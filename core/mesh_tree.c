@@ -398,3 +398,57 @@ double csm_mesh_closest(const csm_mesh *m, const double p[3], double q[3], int32
     }
     return sqrt(best);
 }
+
+/* Where the segment p0 -> p1 first crosses triangle t, as a fraction of it in [0, 1], or -1 when it
+   does not (Möller and Trumbore 1997; a segment in the triangle's plane does not cross it). */
+static double tri_crossing(const csm_mesh *m, int32_t t, const double p0[3], const double d[3])
+{
+    const int32_t *v = &m->tri[3 * t];
+    const double *a = &m->v[3 * v[0]], *b = &m->v[3 * v[1]], *c = &m->v[3 * v[2]];
+    double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    double pv[3], qv[3], tv[3] = {p0[0] - a[0], p0[1] - a[1], p0[2] - a[2]};
+    csm_v3_cross(d, e2, pv);
+    double det = csm_v3_dot(e1, pv);
+    if (det == 0) return -1;
+    double u = csm_v3_dot(tv, pv) / det;
+    if (u < 0 || u > 1) return -1;
+    csm_v3_cross(tv, e1, qv);
+    double w = csm_v3_dot(d, qv) / det;
+    if (w < 0 || u + w > 1) return -1;
+    double at = csm_v3_dot(e2, qv) / det;
+    return at >= 0 && at <= 1 ? at : -1;
+}
+
+double csm_mesh_segment_first(const csm_mesh *m, const double p0[3], const double p1[3], int32_t *tri)
+{
+    double d[3] = {p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]}, dd = csm_v3_dot(d, d), best = INFINITY;
+    *tri = -1;
+    if (m->nnode == 0) {
+        for (int32_t t = 0; t < m->nt; t++) {
+            double at = tri_crossing(m, t, p0, d);
+            if (at >= 0 && at < best) best = at, *tri = t;
+        }
+        return *tri >= 0 ? best : -1;
+    }
+    /* a node whose sphere the segment does not reach holds no triangle it crosses */
+    int32_t stack[128];
+    int top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        const csm_mesh_node *nd = &m->node[stack[--top]];
+        double r[3] = {nd->centre[0] - p0[0], nd->centre[1] - p0[1], nd->centre[2] - p0[2]};
+        double along = dd > 0 ? fmin(fmax(csm_v3_dot(r, d) / dd, 0.0), fmin(best, 1.0)) : 0.0;
+        for (int e = 0; e < 3; e++) r[e] -= along * d[e];
+        if (csm_v3_dot(r, r) > nd->radius * nd->radius) continue;
+        if (nd->count > 0) {
+            for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
+                double at = tri_crossing(m, m->order[k], p0, d);
+                if (at >= 0 && (at < best || (at == best && m->order[k] < *tri))) best = at, *tri = m->order[k];
+            }
+            continue;
+        }
+        stack[top++] = nd->right;
+        stack[top++] = nd->left;
+    }
+    return *tri >= 0 ? best : -1;
+}

@@ -286,11 +286,26 @@ static void mesh_place(const collider *c, double t0, double h, placed *pl)
     memcpy(pl->R, pl->st.R1, sizeof pl->R); /* the mesh was turned by rotate when it was placed */
 }
 
+/* Triangle t's unit normal, out of the solid (into a vessel); 0 for a degenerate triangle. */
+static int face_normal(const mesh_shape *s, int32_t t, double nl[3])
+{
+    const int32_t *v = &s->mesh.tri[3 * t];
+    const double *A = &s->mesh.v[3 * v[0]], *B = &s->mesh.v[3 * v[1]], *C = &s->mesh.v[3 * v[2]];
+    double ab[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]}, ac[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
+    csm_v3_cross(ab, ac, nl);
+    double len = csm_v3_norm(nl), out = s->inside ? -s->sign : s->sign;
+    if (!(len > 0)) return 0;
+    for (int a = 0; a < 3; a++) nl[a] *= out / len;
+    return 1;
+}
+
 /* The signed distance to the mesh: the distance to its nearest triangle, negative where the
    point lies on the solid side. The side comes from the generalized winding number (|w| >= 1/2:
    inside, core/mesh.h), so small holes and flipped faces do not turn a whole region inside out;
    the normal points from the nearest surface point to the particle (away from the solid), or
-   along the nearest face where the particle lies on the surface. */
+   along the nearest face where the particle lies on the surface. A particle whose path over the
+   step crossed a face inwards is measured against that face instead where the nearest point
+   would push it on through (below). */
 static double mesh_depth(collider *c, const placed *pl, const double x[3], int32_t i, int exact, double n[3])
 {
     mesh_shape *s = &c->u.mesh;
@@ -314,13 +329,30 @@ static double mesh_depth(collider *c, const placed *pl, const double x[3], int32
     double span = s->hi[0] - s->lo[0] + s->hi[1] - s->lo[1] + s->hi[2] - s->lo[2];
     if (dist > 1e-12 * span) {
         for (int a = 0; a < 3; a++) nl[a] = side * (l[a] - q[a]) / dist;
-    } else { /* on the surface: the face's normal, out of the solid */
-        const int32_t *v = &s->mesh.tri[3 * t];
-        const double *A = &s->mesh.v[3 * v[0]], *B = &s->mesh.v[3 * v[1]], *C = &s->mesh.v[3 * v[2]];
-        double ab[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]}, ac[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
-        csm_v3_cross(ab, ac, nl);
-        double len = csm_v3_norm(nl), out = s->inside ? -s->sign : s->sign;
-        for (int a = 0; a < 3; a++) nl[a] = len > 0 ? out * nl[a] / len : (a == 1);
+    } else if (!face_normal(s, t, nl)) { /* on the surface: the face's normal, out of the solid */
+        nl[0] = nl[2] = 0;
+        nl[1] = 1;
+    }
+    double at0[3];
+    const double *x0 = s->inside ? NULL : start_of(pl, i, at0);
+    if (x0) { /* swept: a path that went in from outside and ends where the nearest surface faces
+                 the other way (beyond the solid, or in it past its middle: the nearest point would
+                 push it on through) goes back through the face it came in by (no tunnelling); a
+                 path that dips in and out under a convex surface it slides on ends facing the
+                 same way and keeps the nearest point */
+        double r0[3] = {x0[0] - o[0], x0[1] - o[1], x0[2] - o[2]}, l0[3], d[3], nh[3];
+        for (int a = 0; a < 3; a++) l0[a] = R[a] * r0[0] + R[3 + a] * r0[1] + R[6 + a] * r0[2];
+        for (int a = 0; a < 3; a++) d[a] = l[a] - l0[a];
+        int32_t hit;
+        /* a path shorter than its end's distance to the surface cannot have crossed it */
+        double at = csm_v3_dot(d, d) >= dist * dist ? csm_mesh_segment_first(&s->mesh, l0, l, &hit) : -1.0;
+        if (at >= 0 && face_normal(s, hit, nh) && csm_v3_dot(nh, d) < 0 && csm_v3_dot(nh, nl) < 0) {
+            double depth = 0;
+            for (int a = 0; a < 3; a++) depth += nh[a] * (l[a] - l0[a] - at * d[a]);
+            if (clear) clear[3] = 0;
+            csm_m3_mul_v3(R, nh, n);
+            return fmin(depth, 0.0);
+        }
     }
     csm_m3_mul_v3(R, nl, n);
     return side * dist;

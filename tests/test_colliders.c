@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* mkstemps, fdopen */
 /* Forces and colliders: the force plugins' impulses, the load's traction, and colliders that stop,
    carry and push a body along their scripted paths. */
 #include "sim_run.h"
@@ -462,8 +463,9 @@ static void test_static_friction_holds(void **state)
    thrown at a 0.05 m thick box collider at 3 and 10 m/s (travel per step 1 and 3.3 times the
    box's thickness) stops on its top; at 30 m/s (10 times, and 2.5 times the cube's own size) the
    step flattens it onto the top, and it springs back off upwards with 0.12 J of its 45 J (before:
-   it passed through at all three); a 2 cm cube at 10 m/s onto a 0.1 m ball stops on the ball's
-   top. Restitution 0, no gravity. */
+   it passed through at all three); so does the same box as a mesh collider (a particle's path
+   is tested against its triangles: before, the cube passed through at all three speeds); a 2 cm
+   cube at 10 m/s onto a 0.1 m ball stops on the ball's top. Restitution 0, no gravity. */
 static const char *thin =
     "name: thin\n"
     "seed: 1\n"
@@ -498,6 +500,28 @@ static void test_no_tunnelling(void **state)
         printf("box 0.05 m thick, %g m/s: lowest particle at %.4f m\n", speeds[k], low);
         assert_true(low > -1e-9);
     }
+    /* the same box as a mesh collider: its 12 triangles, their faces wound outwards */
+    char off[] = "/tmp/csm_slab_XXXXXX.off";
+    int fd = mkstemps(off, 4);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("OFF\n8 12 0\n-1 -0.025 -1\n1 -0.025 -1\n1 0.025 -1\n-1 0.025 -1\n-1 -0.025 1\n1 -0.025 1\n1 0.025 1\n"
+          "-1 0.025 1\n3 0 3 2\n3 0 2 1\n3 4 5 6\n3 4 6 7\n3 0 1 5\n3 0 5 4\n3 2 3 7\n3 2 7 6\n3 1 2 6\n3 1 6 5\n"
+          "3 0 4 7\n3 0 7 3\n", f);
+    fclose(f);
+    for (int k = 0; k < 3; k++) {
+        char v[80], mesh[256];
+        snprintf(v, sizeof v, "objects.0.velocity=[0, %g, 0]", -speeds[k]);
+        snprintf(mesh, sizeof mesh, "colliders=[{type: mesh, path: '%s', center: [0, -0.025, 0], restitution: 0, friction: 0}]",
+                 off);
+        /* 3 cm higher: at 10 m/s no step of the cube's bottom ends within the box (the box above
+           was met at its top face) */
+        const char *sets[] = {v, mesh, "objects.0.position=[0, 0.63, 0]"};
+        double low = lowest_after(sets, 3);
+        printf("mesh of that box, %g m/s, 3 cm higher: lowest particle at %.4f m\n", speeds[k], low);
+        assert_true(low > -1e-9);
+    }
+    remove(off);
     const char *ball[] = {"objects.0.velocity=[0, -10, 0]", "objects.0.shape.size=[0.02, 0.02, 0.02]",
                           "objects.0.sampling.spacing=0.02",
                           "colliders=[{type: sphere, center: [0, -0.05, 0], radius: 0.05, restitution: 0, friction: 0}]"};
