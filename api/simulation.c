@@ -30,6 +30,7 @@ struct csm_simulation {
     double saved_time;
     int64_t saved_step;
     char error[1200];
+    char warning[600];   /* csm_simulation_warning's */
     char log_path[4096]; /* "" when it writes none */
     int finished;        /* csm_simulation_finish: no step after it */
     int restarted;       /* a resume of a log with no complete frame: the run started again into it */
@@ -60,6 +61,7 @@ static int take_frame(csm_simulation *s)
         return fail(s, &err, CSM_EXIT_FAILURE);
     }
     csm_sim_logged(&s->sim);
+    csm_sim_track_contact(&s->sim, &s->diag);
     return 0;
 }
 
@@ -179,9 +181,10 @@ static int end_log(csm_simulation *s, const char *status)
 {
     s->finished = 1;
     if (!s->log) return 0;
-    char text[1300] = "ok";
+    char text[1300] = "ok", warning[600];
     if (status) snprintf(text, sizeof text, "%s", status);
     else if (s->failed) snprintf(text, sizeof text, "failed: %s", s->error);
+    if (csm_sim_contact_warning(&s->sim, warning, sizeof warning)) csm_log_set_warning(s->log, warning);
     csm_error err = {{0}, 0};
     int rc = csm_log_close(s->log, text, &err) ? CSM_EXIT_FAILURE : 0;
     s->log = NULL;
@@ -206,6 +209,14 @@ int csm_simulation_finish(csm_simulation *s) { return end_log(s, NULL); }
 int csm_simulation_destroy(csm_simulation *s) { return csm_simulation_close(s, NULL, NULL, 0); }
 
 const char *csm_simulation_error(const csm_simulation *s) { return s ? s->error : "no simulation"; }
+
+const char *csm_simulation_warning(csm_simulation *s)
+{
+    if (!s) return "";
+    s->warning[0] = 0;
+    csm_sim_contact_warning(&s->sim, s->warning, sizeof s->warning);
+    return s->warning;
+}
 
 /* One step; the frame's beginning and end around it where they fall. A frame's failure, at
    whichever of its steps, puts back the positions, velocities, time and step count of its start. */

@@ -155,6 +155,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
             return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the colliders and contacts");
         /* contact's work, kc->work (a moving collider's pushes), is in its share of the budget */
         if ((kc->contact && kc->contacts.npairs > 0) || kc->work != 0) sim->contact_acted = 1;
+        if (kc->work != 0) sim->collider_worked = 1;
     }
     if (working) {
         double power = 0;
@@ -269,6 +270,36 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
     for (int32_t s = 0; s < cfg->substeps; s++)
         if (csm_sim_step(sim, h, err)) return -1;
     return csm_sim_frame_end(sim, err);
+}
+
+void csm_sim_track_contact(csm_sim *sim, const csm_diag *d)
+{
+    double held = d->kinetic + d->elastic + d->elastic_lag;
+    if (!sim->check_begun) {
+        sim->check_begun = 1;
+        sim->check_contact0 = d->dissipated_contact;
+        sim->check_work0 = sim->work_external;
+        sim->check_held = held;
+        return;
+    }
+    sim->check_held = fmax(sim->check_held, held);
+    double created = sim->check_contact0 - d->dissipated_contact;
+    if (created > sim->created) {
+        sim->created = created;
+        sim->created_frame = sim->frame;
+        sim->created_time = sim->w.time;
+    }
+}
+
+int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
+{
+    double given = sim->check_held + fabs(sim->work_external - sim->check_work0);
+    if (sim->collider_worked || !(sim->created > CSM_CONTACT_CREATED * given)) return 0;
+    snprintf(text, size,
+             "contact created %.3g J by frame %d (t = %g s) with every collider at rest, %.3g %% of the %.3g J the "
+             "bodies held and were given: the step is too long for the contacts it meets (time.substeps)",
+             sim->created, sim->created_frame, sim->created_time, 100 * sim->created / given, given);
+    return 1;
 }
 
 void csm_sim_logged(csm_sim *sim)

@@ -57,6 +57,7 @@ check(peak == 0, f"reading sim.x and sim.v 1000 times allocates nothing ({peak} 
 d = sim.diagnostics
 check(set(d) >= {"kinetic_energy", "linear_momentum", "energy_error", "work_external"}
       and d["linear_momentum"].shape == (3,), "the diagnostics by name")
+check(sim.warning is None, "no warning where contact took energy only")
 cl = sim.clusters
 check(len(cl) == cl.com.shape[0] and cl.R.shape == (len(cl), 3, 3) and len(cl.members(0)) > 0
       and abs(np.bincount(cl.member, cl.weight, minlength=sim.n) - 1).max() < 1e-12, "the clusters, weights summing to 1")

@@ -360,6 +360,13 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
     return 0;
 }
 
+void csm_log_set_warning(csm_log *log, const char *text)
+{
+    if (!log) return;
+    free(log->warning);
+    log->warning = strdup(text); /* out of memory: no warning, the status still goes in */
+}
+
 int csm_log_close(csm_log *log, const char *status, csm_error *err)
 {
     if (!log) return 0;
@@ -386,6 +393,7 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
         if (f < 0) rc = -1;
         else {
             rc |= csm_h5_attr_string(f, "status", status);
+            if (log->warning) rc |= csm_h5_attr_string(f, "warning", log->warning);
             rc |= csm_h5_attr_int64(f, "frames", log->frames);
             if (H5Fclose(f) < 0) rc = -1;
         }
@@ -402,6 +410,7 @@ int csm_log_close(csm_log *log, const char *status, csm_error *err)
     csm_log_lock_drop(log);
     if (log->fd >= 0) close(log->fd);
     free(log->path);
+    free(log->warning);
     free(log->goal);
     free(log->rest.copy);
     free(log->members.copy);

@@ -24,6 +24,9 @@ int csm_log_frame(csm_log *log, csm_sim *sim, const csm_diag *d, csm_error *err)
 /* Set the status ("ok", "failed: ...", "interrupted"), write the sidecar, close. With status
    NULL the file is closed as it stands. */
 int csm_log_close(csm_log *log, const char *status, csm_error *err);
+/* A one-line warning the close writes as the root attribute `warning` beside the status (what
+   the run did that the physics forbids: csm_simulation_warning); the last one given counts. */
+void csm_log_set_warning(csm_log *log, const char *text);
 
 /* Write the XDMF sidecar of an existing log (next to it, extension .xmf); returns its path in
    buf. Used at close and by `csm info` for logs whose run was killed. */

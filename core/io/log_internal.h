@@ -120,6 +120,7 @@ struct csm_log {
     char *lock_path; /* <log>.lock */
     int fd;          /* the log's file opened apart from HDF5, so that the status written at the end
                         reaches it even when it was moved while written; -1 when not */
+    char *warning;   /* csm_log_set_warning's, written beside the status (NULL: none) */
 };
 
 /* ---- Resume: the state of the last complete frame back into a simulation ---- */

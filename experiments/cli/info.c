@@ -299,7 +299,7 @@ int csm_cmd_info(int argc, char **argv)
     }
     printf("%s\n", path);
     if (note[0]) printf("  note: %s\n", note);
-    const char *attrs[] = {"name", "status", "csm_version", "git_commit", "integrator", "rotation", "svd",
+    const char *attrs[] = {"name", "status", "warning", "csm_version", "git_commit", "integrator", "rotation", "svd",
                            "clustering", "plasticity", "reclusterer", "config_file"};
     for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
         if (csm_log_string_attr(f, attrs[k], s, sizeof s) == 0) printf("  %-14s %s\n", attrs[k], s);

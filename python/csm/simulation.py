@@ -89,6 +89,7 @@ _SIGNATURES = {
     "csm_simulation_diagnostics": (ctypes.c_int, [_P, _D, ctypes.c_int]),
     "csm_simulation_checkpoint": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "csm_simulation_restore": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "csm_simulation_warning": (ctypes.c_char_p, [_P]),
 }
 _lib = None
 
@@ -325,6 +326,13 @@ class Simulation:
         """The log it writes, or None."""
         path = self._lib.csm_simulation_log_path(self._live())
         return os.fsdecode(path) if path else None
+
+    @property
+    def warning(self):
+        """What the run has done so far that the physics forbids, or None: contact that gave the
+        bodies energy with every collider at rest (the log's `warning` attribute)."""
+        text = self._lib.csm_simulation_warning(self._live()).decode(errors="replace")
+        return text or None
 
     @property
     def clusters(self):
