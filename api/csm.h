@@ -122,8 +122,9 @@ int csm_simulation_restore(csm_simulation *s, const char *path);
 
 /* A warning about what the run has done so far that the physics forbids, "" when none: contact
    that gave the bodies energy with every collider at rest (more than 1 % of what they held and
-   were given; core/sim.h csm_sim_contact_warning). A finished log keeps it in its `warning`
-   attribute, and csm run prints it. */
+   were given), or energy the integrator created (more than 10 %; core/sim.h
+   csm_sim_contact_warning). A finished log keeps it in its `warning` attribute, and csm run
+   prints it. */
 const char *csm_simulation_warning(csm_simulation *s);
 
 #ifdef __cplusplus

@@ -278,28 +278,44 @@ void csm_sim_track_contact(csm_sim *sim, const csm_diag *d)
     if (!sim->check_begun) {
         sim->check_begun = 1;
         sim->check_contact0 = d->dissipated_contact;
+        sim->check_error0 = d->energy_error;
         sim->check_work0 = sim->work_external;
         sim->check_held = held;
         return;
     }
     sim->check_held = fmax(sim->check_held, held);
-    double created = sim->check_contact0 - d->dissipated_contact;
+    double created = sim->check_contact0 - d->dissipated_contact, made = d->energy_error - sim->check_error0;
     if (created > sim->created) {
         sim->created = created;
         sim->created_frame = sim->frame;
         sim->created_time = sim->w.time;
+    }
+    if (made > sim->made) {
+        sim->made = made;
+        sim->made_frame = sim->frame;
+        sim->made_time = sim->w.time;
     }
 }
 
 int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
 {
     double given = sim->check_held + fabs(sim->work_external - sim->check_work0);
-    if (sim->collider_worked || !(sim->created > CSM_CONTACT_CREATED * given)) return 0;
-    snprintf(text, size,
-             "contact created %.3g J by frame %d (t = %g s) with every collider at rest, %.3g %% of the %.3g J the "
-             "bodies held and were given: the step is too long for the contacts it meets (time.substeps)",
-             sim->created, sim->created_frame, sim->created_time, 100 * sim->created / given, given);
-    return 1;
+    if (!sim->collider_worked && sim->created > CSM_CONTACT_CREATED * given) {
+        snprintf(text, size,
+                 "contact created %.3g J by frame %d (t = %g s) with every collider at rest, %.3g %% of the %.3g J the "
+                 "bodies held and were given: the step is too long for the contacts it meets (time.substeps)",
+                 sim->created, sim->created_frame, sim->created_time, 100 * sim->created / given, given);
+        return 1;
+    }
+    if (sim->made > CSM_ENERGY_CREATED * given && given > 1e-9) {
+        snprintf(text, size,
+                 "the run created %.3g J by frame %d (t = %g s), %.3g %% of the %.3g J the bodies held and were "
+                 "given (energy_error): a step too long for its stiffness or its contacts, or a start inside a "
+                 "collider",
+                 sim->made, sim->made_frame, sim->made_time, 100 * sim->made / given, given);
+        return 1;
+    }
+    return 0;
 }
 
 void csm_sim_logged(csm_sim *sim)

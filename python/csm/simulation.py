@@ -329,8 +329,8 @@ class Simulation:
 
     @property
     def warning(self):
-        """What the run has done so far that the physics forbids, or None: contact that gave the
-        bodies energy with every collider at rest (the log's `warning` attribute)."""
+        """What the run has done so far that the physics forbids, or None: energy that contact
+        or the integrator created (the log's `warning` attribute)."""
         text = self._lib.csm_simulation_warning(self._live()).decode(errors="replace")
         return text or None
 
