@@ -156,6 +156,8 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
         /* contact's work, kc->work (a moving collider's pushes), is in its share of the budget */
         if ((kc->contact && kc->contacts.npairs > 0) || kc->work != 0) sim->contact_acted = 1;
         if (kc->work != 0) sim->collider_worked = 1;
+        if (sim->report.collider_pushed) sim->contact_acted = 1; /* a collider at rest pushed: its share too */
+        sim->report.collider_pushed = 0;
     }
     if (working) {
         double power = 0;
@@ -303,7 +305,8 @@ int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
     if (!sim->collider_worked && sim->created > CSM_CONTACT_CREATED * given) {
         snprintf(text, size,
                  "contact created %.3g J by frame %d (t = %g s) with every collider at rest, %.3g %% of the %.3g J the "
-                 "bodies held and were given: the step is too long for the contacts it meets (time.substeps)",
+                 "bodies held and were given: a step too long for the contacts it meets (time.substeps), or a "
+                 "body started inside a collider",
                  sim->created, sim->created_frame, sim->created_time, 100 * sim->created / given, given);
         return 1;
     }

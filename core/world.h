@@ -228,6 +228,8 @@ typedef struct csm_report {
     double iteration_residual;   /* the implicit integrators' last iteration, since then: its largest position
                                     change over the step's largest displacement, the worst step's */
     csm_gain_stats gains;        /* the spring gains alpha_c of the last step (integrators with alpha) */
+    int collider_pushed;         /* a collider's projection pushed a particle in the step under way (the
+                                    budget's frames with contact: a collider at rest does no work) */
     csm_recluster_event *events; /* reclustering events since the last logged frame */
     int32_t nevents;
     int64_t cap_events;

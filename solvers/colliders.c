@@ -196,13 +196,18 @@ double csm_collider_project(const csm_world *w, void *state, double h, double *x
     c->ops->place(c, w->time, h, &pl);
     pl.x0 = w->x_step;
     double part[CSM_SUM_BLOCKS] = {0};
+    int touched[CSM_SUM_BLOCKS] = {0};
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < CSM_SUM_BLOCKS; b++) {
         double sum = 0;
         for (int32_t i = csm_block_start(P->n, b); i < csm_block_start(P->n, b + 1); i++)
-            if (c->hit[i] || !clear_of(&pl, x, i)) sum += project_one(c, w, &pl, h, x, i);
+            if (c->hit[i] || !clear_of(&pl, x, i)) {
+                sum += project_one(c, w, &pl, h, x, i);
+                touched[b] |= c->hit[i];
+            }
         part[b] = sum;
     }
+    for (int b = 0; b < CSM_SUM_BLOCKS && w->report; b++) w->report->collider_pushed |= touched[b];
     return csm_block_total(part);
 }
 
