@@ -191,17 +191,15 @@ static double proxy_push(const double *pr, const double com[3], const double M[9
     double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3], out[3], y[3];
     D[0] = D[1] = D[2] = 0;
     csm_m3_mul_v3(Minv, rel, local);
-    if (proxy_exit(pr, local, 0.0, out) <= 0) {
-        if (!x0 || !passing(rel, x0, com0, d)) return 0;
+    int inside = proxy_exit(pr, local, 0.0, out) > 0;
+    if (!inside && (!x0 || !passing(rel, x0, com0, d))) return 0;
+    if (x0) {
         double rel0[3] = {x0[0] - com0[0], x0[1] - com0[1], x0[2] - com0[2]}, local0[3];
         csm_m3_mul_v3(Minv0, rel0, local0);
-        double t = proxy_exit(pr, local0, 0.0, NULL) > 0 ? -1.0 : proxy_clip(pr, local0, local, 0.0);
-        if (!(t >= 0)) return 0; /* it stayed outside, or it started inside and left */
-        for (int e = 0; e < 3; e++) out[e] = local0[e] + t * (local[e] - local0[e]);
-    } else if (x0) {
-        double rel0[3] = {x0[0] - com0[0], x0[1] - com0[1], x0[2] - com0[2]}, local0[3];
-        csm_m3_mul_v3(Minv0, rel0, local0);
-        double t = proxy_entry(pr, local0, local);
+        double t = inside                                    ? proxy_entry(pr, local0, local)
+                   : proxy_exit(pr, local0, 0.0, NULL) > 0 ? -1.0 /* it started inside and left */
+                                                             : proxy_clip(pr, local0, local, 0.0);
+        if (!inside && !(t >= 0)) return 0; /* it stayed outside */
         if (t >= 0)
             for (int e = 0; e < 3; e++) out[e] = local0[e] + t * (local[e] - local0[e]);
     }

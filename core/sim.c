@@ -274,6 +274,15 @@ int csm_sim_frame(csm_sim *sim, csm_error *err)
     return csm_sim_frame_end(sim, err);
 }
 
+/* The most of a quantity so far, with the frame and time it came at. */
+static void note_most(const csm_sim *sim, double value, csm_most *most)
+{
+    if (!(value > most->value)) return;
+    most->value = value;
+    most->frame = sim->frame;
+    most->time = sim->w.time;
+}
+
 void csm_sim_track_contact(csm_sim *sim, const csm_diag *d)
 {
     double held = d->kinetic + d->elastic + d->elastic_lag;
@@ -286,39 +295,29 @@ void csm_sim_track_contact(csm_sim *sim, const csm_diag *d)
         return;
     }
     sim->check_held = fmax(sim->check_held, held);
-    double created = sim->check_contact0 - d->dissipated_contact, made = d->energy_error - sim->check_error0;
-    if (created > sim->created) {
-        sim->created = created;
-        sim->created_frame = sim->frame;
-        sim->created_time = sim->w.time;
-    }
-    if (made > sim->made) {
-        sim->made = made;
-        sim->made_frame = sim->frame;
-        sim->made_time = sim->w.time;
-    }
+    note_most(sim, sim->check_contact0 - d->dissipated_contact, &sim->created);
+    note_most(sim, d->energy_error - sim->check_error0, &sim->made);
 }
 
 int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
 {
     double given = sim->check_held + fabs(sim->work_external - sim->check_work0);
-    if (!sim->collider_worked && sim->created > CSM_CONTACT_CREATED * given) {
-        snprintf(text, size,
-                 "contact created %.3g J by frame %d (t = %g s) with every collider at rest, %.3g %% of the %.3g J the "
-                 "bodies held and were given: a step too long for the contacts it meets (time.substeps), or a "
-                 "body started inside a collider",
-                 sim->created, sim->created_frame, sim->created_time, 100 * sim->created / given, given);
-        return 1;
+    const csm_most *m = NULL;
+    const char *what = NULL, *where = "", *why = NULL;
+    if (!sim->collider_worked && sim->created.value > CSM_CONTACT_CREATED * given) {
+        m = &sim->created;
+        what = "contact created";
+        where = " with every collider at rest";
+        why = ": a step too long for the contacts it meets (time.substeps), or a body started inside a collider";
+    } else if (sim->made.value > CSM_ENERGY_CREATED * given && given > 1e-9) {
+        m = &sim->made;
+        what = "the run created";
+        why = " (energy_error): a step too long for its stiffness or its contacts, or a start inside a collider";
     }
-    if (sim->made > CSM_ENERGY_CREATED * given && given > 1e-9) {
-        snprintf(text, size,
-                 "the run created %.3g J by frame %d (t = %g s), %.3g %% of the %.3g J the bodies held and were "
-                 "given (energy_error): a step too long for its stiffness or its contacts, or a start inside a "
-                 "collider",
-                 sim->made, sim->made_frame, sim->made_time, 100 * sim->made / given, given);
-        return 1;
-    }
-    return 0;
+    if (!m) return 0;
+    snprintf(text, size, "%s %.3g J by frame %d (t = %g s)%s, %.3g %% of the %.3g J the bodies held and were given%s",
+             what, m->value, m->frame, m->time, where, 100 * m->value / given, given, why);
+    return 1;
 }
 
 void csm_sim_logged(csm_sim *sim)

@@ -23,6 +23,12 @@ typedef struct csm_stage {
 } csm_stage;
 
 /* What csm_world_project projects onto: the colliders that project and the contacts. */
+/* The most of a quantity over the frames (csm_sim_track_contact), and the frame and time it came at. */
+typedef struct csm_most {
+    double value, time;
+    int32_t frame;
+} csm_most;
+
 typedef struct csm_constraints {
     csm_stage *colliders;
     int ncolliders, nprojecting;
@@ -73,8 +79,8 @@ typedef struct csm_sim {
        whether the tracking has begun, and at its first frame contact's share and the outside
        work; since then the most energy the bodies held and the most contact created, and when */
     int collider_worked, check_begun;
-    double check_contact0, check_work0, check_error0, check_held, created, created_time, made, made_time;
-    int32_t created_frame, made_frame;
+    double check_contact0, check_work0, check_error0, check_held;
+    csm_most created, made;
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
     double *collider_before;           /* [6n] x and v before the colliders, for their work */
     csm_constraints *constraints;      /* w.constraints */

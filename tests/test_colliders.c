@@ -1,6 +1,7 @@
 #define _DEFAULT_SOURCE /* mkstemps, fdopen */
 /* Forces and colliders: the force plugins' impulses, the load's traction, and colliders that stop,
    carry and push a body along their scripted paths. */
+#include "box_mesh.h"
 #include "sim_run.h"
 
 #include "csm_math.h"
@@ -502,15 +503,8 @@ static void test_no_tunnelling(void **state)
         printf("box 0.05 m thick, %g m/s: lowest particle at %.4f m\n", speeds[k], low);
         assert_true(low > -1e-9);
     }
-    /* the same box as a mesh collider: its 12 triangles, their faces wound outwards */
-    char off[] = "/tmp/csm_slab_XXXXXX.off";
-    int fd = mkstemps(off, 4);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    fputs("OFF\n8 12 0\n-1 -0.025 -1\n1 -0.025 -1\n1 0.025 -1\n-1 0.025 -1\n-1 -0.025 1\n1 -0.025 1\n1 0.025 1\n"
-          "-1 0.025 1\n3 0 3 2\n3 0 2 1\n3 4 5 6\n3 4 6 7\n3 0 1 5\n3 0 5 4\n3 2 3 7\n3 2 7 6\n3 1 2 6\n3 1 6 5\n"
-          "3 0 4 7\n3 0 7 3\n", f);
-    fclose(f);
+    char off[] = "/tmp/csm_slab_XXXXXX.off"; /* the same box as a mesh collider */
+    box_off(off, 1, 0.025, 1);
     for (int k = 0; k < 3; k++) {
         char v[80], mesh[256];
         snprintf(v, sizeof v, "objects.0.velocity=[0, %g, 0]", -speeds[k]);

@@ -3,6 +3,7 @@
    their iterations: the broad phase against brute force, momentum and angular momentum through a
    collision, no pair left overlapping, resting contact that holds a cube up, and the same bits
    whatever the thread count. */
+#include "box_mesh.h"
 #include "check.h"
 #include "sim_run.h"
 
@@ -660,14 +661,7 @@ static void test_mesh_collider_is_the_box(void **state)
 {
     (void)state;
     char off[] = "/tmp/csm_cube_XXXXXX.off";
-    int fd = mkstemps(off, 4);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    /* a cube of edge 2 about the origin, its faces wound outwards */
-    fputs("OFF\n8 12 0\n-1 -1 -1\n1 -1 -1\n1 1 -1\n-1 1 -1\n-1 -1 1\n1 -1 1\n1 1 1\n-1 1 1\n"
-          "3 0 3 2\n3 0 2 1\n3 4 5 6\n3 4 6 7\n3 0 1 5\n3 0 5 4\n3 2 3 7\n3 2 7 6\n3 1 2 6\n3 1 6 5\n"
-          "3 0 4 7\n3 0 7 3\n", f);
-    fclose(f);
+    box_off(off, 1, 1, 1); /* a cube of edge 2 about the origin */
     enum { N = 2000 };
     csm_rng rng;
     csm_rng_seed(&rng, 11, 0);
