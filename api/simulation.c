@@ -30,7 +30,7 @@ struct csm_simulation {
     double saved_time;
     int64_t saved_step;
     char error[1200];
-    char warning[600];   /* csm_simulation_warning's */
+    char warning[1200];  /* csm_simulation_warning's */
     char log_path[4096]; /* "" when it writes none */
     int finished;        /* csm_simulation_finish: no step after it */
     int restarted;       /* a resume of a log with no complete frame: the run started again into it */
@@ -181,7 +181,7 @@ static int end_log(csm_simulation *s, const char *status)
 {
     s->finished = 1;
     if (!s->log) return 0;
-    char text[1300] = "ok", warning[600];
+    char text[1300] = "ok", warning[1200];
     if (status) snprintf(text, sizeof text, "%s", status);
     else if (s->failed) snprintf(text, sizeof text, "failed: %s", s->error);
     if (csm_sim_contact_warning(&s->sim, warning, sizeof warning)) csm_log_set_warning(s->log, warning);

@@ -174,16 +174,25 @@ static int sweep(csm_contacts *c, const csm_world *w, const double *x)
     }
     int64_t npts = 0;
     for (int32_t i = 0; i < n; i++) {
-        int32_t m = path_samples(c->x0, x, i, d), near = c->cfg.self;
+        int32_t m = path_samples(c->x0, x, i, d), near = c->cfg.self, near_object = w->P.object[i];
         for (int32_t o = 0; m && !near && o < nobj; o++) {
             if (o == w->P.object[i]) continue;
             const double *b = &c->boxes[6 * o];
             near = 1;
             for (int e = 0; e < 3 && near; e++)
                 near = fmin(c->x0[3 * i + e], x[3 * i + e]) <= b[3 + e] && fmax(c->x0[3 * i + e], x[3 * i + e]) >= b[e];
+            if (near) near_object = o;
         }
         c->swept[i] = near ? m : 0;
         npts += 1 + c->swept[i];
+        double v[3] = {x[3 * i] - c->x0[3 * i], x[3 * i + 1] - c->x0[3 * i + 1], x[3 * i + 2] - c->x0[3 * i + 2]};
+        double len = csm_v3_norm(v);
+        if (near && len > 0.5 * d * CSM_CONTACT_SWEEP && len > c->outran) {
+            c->outran = len;
+            c->outran_time = w->time;
+            c->outran_particle = i;
+            c->outran_object = near_object;
+        }
     }
     if (npts == n) return pairs_at(c, w, x) ? -1 : 0; /* no path meets another object's box */
     /* the points: each particle where it ends, and one that travels more than d / 4 near another

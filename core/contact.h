@@ -103,6 +103,11 @@ typedef struct csm_contacts {
     double *patch_gap;          /* [npatch] how far i's centre is held over the plane of the weights' centre */
     int64_t cap_patch_gap, cap_wnormal, cap_adj_start, cap_adj, cap_covered, cap_patch, cap_patch_start, cap_patch_k, cap_patch_w,
         cap_patch_n, cap_patch_lambda;
+    /* the fastest path the particles' sweep could not sample whole (more than CSM_CONTACT_SWEEP / 2
+       contact distances a step, near another object): its length (m; 0: none yet), its particle,
+       that object and the time of its step */
+    double outran, outran_time;
+    int32_t outran_particle, outran_object;
     uint64_t proxy_epoch;       /* the clusters' epoch the proxies were built for */
     int32_t proxy_k;            /* the clusters the proxies were built for (0: none yet) */
 } csm_contacts;

@@ -314,10 +314,23 @@ int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
         what = "the run created";
         why = " (energy_error): a step too long for its stiffness or its contacts, or a start inside a collider";
     }
-    if (!m) return 0;
-    snprintf(text, size, "%s %.3g J by frame %d (t = %g s)%s, %.3g %% of the %.3g J the bodies held and were given%s",
-             what, m->value, m->frame, m->time, where, 100 * m->value / given, given, why);
-    return 1;
+    int n = 0;
+    if (m)
+        n = snprintf(text, size, "%s %.3g J by frame %d (t = %g s)%s, %.3g %% of the %.3g J the bodies held and were given%s",
+                     what, m->value, m->frame, m->time, where, 100 * m->value / given, given, why);
+    const csm_contacts *c = sim->constraints && sim->constraints->contact ? &sim->constraints->contacts : NULL;
+    if (c && c->outran > 0 && n >= 0 && (size_t)n < size) {
+        double h = sim->cfg->dt / sim->cfg->substeps;
+        snprintf(text + n, size - (size_t)n,
+                 "%sparticle %d of object %d travelled %.3g m in one step at t = %g s (%.3g m/s) near object %d, beyond "
+                 "the %.3g m (%d contact distances) the contacts sweep whole: contacts along its path may be missed "
+                 "(time.substeps)",
+                 n ? "; " : "", (int)c->outran_particle, (int)sim->w.P.object[c->outran_particle], c->outran,
+                 c->outran_time, c->outran / h, (int)c->outran_object, 0.5 * c->distance * CSM_CONTACT_SWEEP,
+                 CSM_CONTACT_SWEEP / 2);
+        return 1;
+    }
+    return m != NULL;
 }
 
 void csm_sim_logged(csm_sim *sim)

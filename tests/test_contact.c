@@ -502,7 +502,8 @@ static const char *headon =
    when particles travel more than d / 4 over it. (Spheres pack loosely: at 10 m/s the squashed
    cubes' lattices slip into each other, their centres 0.05 m apart, no pair closer than d.) The
    same with cluster_proxies: a particle whose path relative to a cluster crosses its proxy over
-   the step goes back to where it went in (at 30 m/s they passed through each other). */
+   the step goes back to where it went in (at 30 m/s they passed through each other). Faster than
+   the particles' sweep holds whole, the run warns. */
 static void test_bodies_never_pass(void **state)
 {
     (void)state;
@@ -540,8 +541,21 @@ static void test_bodies_never_pass(void **state)
         assert_true(gap > 0); /* cube 0 left of cube 1 at every frame's end */
         assert_true(dp < 1e-12 * 0.2 * speeds[k % 3]);
         assert_true(ke_max <= ke0 * (1 + 1e-12));
+        assert_true(r.sim.constraints->contacts.outran == 0); /* within the sweep: no warning */
         run_stop(&r);
     }
+    /* Beyond the sweep's 512 contact distances a step (2,000 m/s each, 33 m a step) the run says so,
+       with the particle, its speed and the object it passed near. */
+    const char *fast[] = {"objects.0.velocity=[2000, 0, 0]", "objects.1.velocity=[-2000, 0, 0]", "time.frames=1"};
+    run r;
+    run_start_text(&r, "headon.yaml", headon, fast, 3);
+    run_frame(&r);
+    char warning[1200] = "";
+    assert_int_equal(csm_sim_contact_warning(&r.sim, warning, sizeof warning), 1);
+    printf("head-on at 2000 m/s each: %s\n", warning);
+    assert_non_null(strstr(warning, "of object 0 travelled 33.3 m in one step"));
+    assert_non_null(strstr(warning, "(2e+03 m/s) near object 1, beyond the 25.6 m (512 contact distances)"));
+    run_stop(&r);
 }
 
 /* A 0.4 m cube dropped from 1 m onto a 2 x 0.2 x 2 m slab held in place. */

@@ -284,7 +284,7 @@ int csm_cmd_run(int argc, char **argv)
     snprintf(name, sizeof name, "%s", cfg->name);
     int32_t ran = sim->frame - first_frame, n = sim->w.P.n, k = sim->w.C.k;
     int threads = csm_get_threads();
-    char warning[600];
+    char warning[1200];
     snprintf(warning, sizeof warning, "%s", csm_simulation_warning(s));
     int close_failed = csm_simulation_close(s, status_text, closing, sizeof closing) != 0;
     if (warning[0]) fprintf(stderr, "csm: warning: %s\n", warning);
