@@ -186,6 +186,39 @@ double csm_elastic_stiffness(const csm_world *w, double mu, int32_t c)
     return 2.0 * (m + 1.5 * fmax(l, 0.0)) / rho * e;
 }
 
+int csm_elastic_mean_gradient(const csm_world *w, const double *x, int32_t c, double F[9])
+{
+    const csm_clusters *C = &w->C;
+    memset(F, 0, 9 * sizeof *F);
+    if (!C->Aqq_inv || !C->qmean || !(C->mass[c] > 0)) return 0;
+    const double *mean = &C->qmean[6 * c], *inv = &C->Aqq_inv[81 * c];
+    const double *eta = C->eta && C->eta_epoch == C->epoch ? C->eta : NULL;
+    int32_t lo = C->offset[c], hi = C->offset[c + 1];
+    double com[3] = {0, 0, 0}, B[27] = {0};
+    for (int32_t j = lo; j < hi; j++)
+        for (int r = 0; r < 3; r++) com[r] += C->wmass[j] * x[3 * C->member[j] + r];
+    for (int r = 0; r < 3; r++) com[r] /= C->mass[c];
+    for (int32_t j = lo; j < hi; j++) {
+        const double *xi = &x[3 * C->member[j]];
+        double t[9], wm = C->wmass[j], d[3] = {xi[0] - com[0], xi[1] - com[1], xi[2] - com[2]};
+        basis(&C->p[3 * j], mean, t, NULL);
+        for (int r = 0; r < 3; r++) {
+            for (int a = 0; a < 9; a++) B[9 * r + a] += wm * d[r] * t[a];
+            for (int b = 0; b < 3 && eta; b++) F[3 * r + b] += wm * d[r] * eta[3 * j + b]; /* X */
+        }
+    }
+    /* A~ H_c^T; H_c = [1 0] where the particles are the points (q~ is centred) */
+    const double *H = eta && C->hmean ? &C->hmean[27 * c] : NULL;
+    for (int r = 0; r < 3; r++)
+        for (int e = 0; e < 3; e++)
+            for (int a = 0; a < 9; a++) {
+                double A = 0;
+                for (int t = 0; t < 9; t++) A += B[9 * r + t] * inv[9 * t + a];
+                F[3 * r + e] += A * (H ? H[9 * e + a] : a == e);
+            }
+    return 1;
+}
+
 double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const double *v, const double com[3],
                            const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
                            double *Sout, double *dot)
@@ -446,7 +479,8 @@ int csm_elastic_consistent(csm_world *w)
     /* H_c = sum_i v_i J_i^T / V_c over the quadrature points (3 x 9): [I 0] when they are the
        particles (q~ is centred), and with cells its quadratic part is J's at the mean of their
        centroids. A uniform stress P exerts -w m_j P V_c H_c A~_qq^-1 q~_j on member j. */
-    double *H = calloc(27 * (size_t)(k > 0 ? k : 1), sizeof *H);
+    free(C->hmean);
+    double *H = C->hmean = calloc(27 * (size_t)(k > 0 ? k : 1), sizeof *H);
     if (!H) {
         free(on);
         free(work);
@@ -585,7 +619,6 @@ int csm_elastic_consistent(csm_world *w)
         C->ecorr[c] = corrected_bound(C, c);
     }
     C->eta_epoch = C->epoch;
-    free(H);
     free(on);
     free(work);
     return 0;

@@ -41,6 +41,19 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
                            const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
                            double *S, double *dot);
 
+/* The mean over cluster c's cells of its fitted field's gradient at positions x, A~ [1 0]^T + X
+   (the quadratic fit's linear part and, with consistent gradients, the correction X = sum_j w m_j
+   (x_j - xbar) eta_j^T), into F; 0 where the cluster has no quadratic rest data. The split volume
+   term's F (kernel/volume.c): with X, its forces under a uniform pressure balance at every inner
+   particle, as the energy's do. */
+int csm_elastic_mean_gradient(const csm_world *w, const double *x, int32_t c, double F[9]);
+/* Whether the split volume term takes csm_elastic_mean_gradient's F (the continuum energy's
+   clusters), not the linear fit's A_xr A_rr^-1 (the papers' springs). */
+static inline int csm_elastic_volume_on(const csm_world *w)
+{
+    return csm_elastic_on(w) && w->C.Aqq_inv && w->C.qmean;
+}
+
 /* Solve for the memberships' gradient corrections eta that make the clusters' forces under a
    uniform stress balance at every particle (w->boundary: each particle's surface share), after
    the clusters change. 0, or -1 out of memory. */

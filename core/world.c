@@ -155,6 +155,7 @@ void csm_clusters_free(csm_clusters *c)
     free(c->eta);
     free(c->S);
     free(c->ecorr);
+    free(c->hmean);
     csm_cluster_blocks_free(c->blocks);
     memset(c, 0, sizeof *c);
 }

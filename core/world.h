@@ -93,6 +93,8 @@ typedef struct csm_clusters {
     double *eta;          /* [3m] each membership's correction of its cluster's mean gradient, over w_ic m_i */
     double *S;            /* [9k] -Sigma-bar / (s k) of the last fit: the goals gain S eta_ic */
     double *ecorr;        /* [k] the stiffness bound with the corrections (elastic.c corrected_bound) */
+    double *hmean;        /* [27k] H_c = sum_i v_i J_i^T / V_c over the quadrature points (3x9), the mean of
+                             dq~/dp over the cluster's cells: its fitted field's mean gradient is A~ H_c^T */
     const double *cell;   /* the particles' cells (csm_particles.cell), borrowed; NULL: none */
     uint64_t eta_epoch;   /* the epoch eta was solved for */
     /* plasticity.update lagged only (NULL otherwise; see csm_clusters_lagged) */

@@ -188,8 +188,10 @@ const csm_param_spec csm_solver_common_params[] = {
                "about the start of the step: angular momentum)"),
     CSM_P_ENUM(csm_config, volume, CSM_VOLUME_AUTO, "auto|coupled|split",
                "how a cluster holds its volume: coupled (the papers' goals R F^p p, whose springs hold shape and volume "
-               "together; Falkenstein Eq 16), split (shape springs towards the best similarity s R F^p p, volume by "
-               "its own constraint det F = 1 per cluster, projected in the solver's loop), auto (split when "
+               "together; Falkenstein Eq 16), split (shape springs towards the best similarity s R F^p p, or the "
+               "continuum energy's deviatoric part, and volume by its own constraint det F = 1 per cluster, projected "
+               "in the solver's loop; under the continuum energy F is the fitted field's mean gradient with its "
+               "consistent correction, which passes the patch test), auto (split when "
                "plasticity is on and the integrator projects volume, else coupled)"),
     CSM_P_REAL(csm_config, bulk_modulus, 0, 0, 1e15,
                "with volume split: bulk modulus kappa (Pa) of each cluster's volume term 1/2 kappa V_c (det F - 1)^2, "

@@ -123,5 +123,5 @@ double csm_cluster_energy(const csm_world *w, int32_t c, const double *x, const 
     double lag;
     csm_cluster_fixed_fit(C, x, v, c, &fit);
     double e = csm_cluster_stored(w, c, &fit, &C->Fp[9 * c], &C->q[4 * c], h, &lag) + lag;
-    return e + csm_kernel_volume_energy(w, c, csm_m3_det(fit.F), h);
+    return e + csm_kernel_volume_energy(w, c, csm_kernel_volume_det(w, x, c, fit.F), h);
 }

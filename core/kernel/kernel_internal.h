@@ -120,5 +120,8 @@ double csm_kernel_modulus_stiffness(const csm_world *w, double mu, int32_t c, co
 
 /* 1/2 kappa_c V_c (J - 1)^2, cluster c's split volume energy at det F = J (volume.c). */
 double csm_kernel_volume_energy(const csm_world *w, int32_t c, double J, double h);
+/* det F of cluster c's volume term at positions x: the fitted field's mean gradient under the
+   continuum energy (csm_elastic_volume_on), else det Flinear, the linear fit's. */
+double csm_kernel_volume_det(const csm_world *w, const double *x, int32_t c, const double Flinear[9]);
 
 #endif

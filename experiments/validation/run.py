@@ -15,6 +15,9 @@ The cases, each a 4 x 0.4 x 0.4 m bar clamped at x = 0 (a pinned 0.2 m block beh
 - the cantilever at E = 1.8e7 Pa (tip about 30 % of its length) against CalculiX with NLGEOM;
 - compression.yaml: a cube compressed 20 % between frictionless plates, its lateral stretch
   against the corotated material's 1 + 0.2 nu (and CalculiX's NLGEOM, another material);
+- the same with solver.volume split (the deviatoric energy and each cluster's volume term
+  1/2 kappa V_c (det F_c - 1)^2), 2 % and 20 %: Poisson's ratio, and the lateral stretch against
+  that material's own homogeneous answer (split_stretch);
 - bulge.yaml: the cube between plates that hold it, 2 % and 20 %, its bulge against CalculiX's
   NLGEOM."""
 import argparse
@@ -103,6 +106,22 @@ def fem_compression(E, nu, work, cells=4):
     fem.deck(os.path.join(work, "compression.inp"), nodes, el, E, nu, 1000.0, sets, [step])
     d = fem.displacements(fem.run(work, "compression"))
     return 1.0 + float(np.mean([d[i][0] for i in sets["XP"]]))
+
+
+def split_stretch(E, nu, c):
+    """The lateral stretch s of the split material (corotated deviatoric energy mu |dev(S - 1)|^2 plus
+    kappa / 2 (det F - 1)^2) compressed to c between frictionless plates: the root of dW/ds for
+    S = diag(s, c, s), by bisection."""
+    mu, kappa = E / (2 * (1 + nu)), E / (3 * (1 - 2 * nu))
+
+    def dW(s):
+        d = np.array([s - 1, c - 1, s - 1])
+        return mu * (4 * (s - 1) - 4 * d.sum() / 3) + kappa * (s * s * c - 1) * 2 * s * c
+    lo, hi = 1.0, 1.5
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if dW(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def fem_torsion(cfg, work, cells=4):
@@ -280,6 +299,18 @@ def main():
         row(f"compression 20 %, ν = {nu}", "continuum", 64, "lateral stretch", f"{lateral:.4f}",
             f"{1 + 0.2 * nu:.4f} (corotated)", f"ν {(lateral - 1) / 0.2:.3f}", "0.02")
         row(f"compression 20 %, ν = {nu}", "", "", "CalculiX NLGEOM (St Venant-Kirchhoff)", "", f"{svk:.4f}", "", "")
+
+    for nu in (0.3, 0.45):
+        for strain in (0.02, 0.2):
+            d = 0.5 * strain
+            r, u = csm_static(csm_run(args.csm, "compression.yaml", out(f"compression_split_{nu}_{strain}.h5"), [
+                f"solver.poisson={nu}", "solver.volume=split", f"colliders.0.keyframes=[[0, 0, 0, 0], [0.2, 0, {d}, 0]]",
+                f"colliders.1.keyframes=[[0, 0, 0, 0], [0.2, 0, {-d}, 0]]"]))
+            lateral = 1 + 0.5 * sum(float(np.polyfit(r[:, k], u[:, k], 1)[0]) for k in (0, 2))
+            exact = split_stretch(E, nu, 1 - strain)
+            row(f"compression {strain:.0%}, ν = {nu}, volume split", "continuum", 64, "lateral stretch",
+                f"{lateral:.5f} (ν {(lateral - 1) / strain:.3f})", f"{exact:.5f} (ν {(exact - 1) / strain:.3f})",
+                f"{(lateral - exact) / strain:+.3f} in ν", "0.02")
 
     for nu in (0.3, 0.45):
         for strain in (0.02, 0.2):
