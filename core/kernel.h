@@ -96,8 +96,9 @@ double csm_cluster_stored(const csm_world *w, int32_t c, const csm_fixed_fit *f,
    a step of Macklin et al. 2016 Eq 18 with compliance 1 / (kappa_c V_c) (solver.bulk_modulus, or
    by default the bulk stiffness the coupled springs have, core/kernel/volume.c), on the positions x (free
    particles only). lambda[k] holds the multipliers of the step (zero them when it starts);
-   scratch holds 9 k doubles. Keeps momentum; no torque about any cluster's centre. */
-void csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch);
+   scratch holds 9 k doubles. Keeps momentum; no torque about any cluster's centre. Returns the
+   pass's largest change of a multiplier over the largest multiplier (0 when all are 0). */
+double csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch);
 /* The energy the volume terms store at the last fit, sum_c 1/2 kappa_c V_c (det F_c - 1)^2 for
    steps of length h (0 when coupled; a hard constraint stores none). */
 double csm_volume_energy(const csm_world *w, double h);

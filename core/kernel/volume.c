@@ -8,12 +8,20 @@
    kappa from solver.bulk_modulus, or, with 0, the bulk stiffness the coupled springs have at
    F^p = 1. Those store 1/2 k_c tr(D A_rr D^T), D = F - R, which for a dilation F = (1 + e) 1 is
    1/2 k_c e^2 tr A_rr = 1/2 kappa V_c (3 e)^2: kappa_c V_c = k_c tr A_rr / 9, with shear modulus
-   mu = k_c tr A_rr / (6 V_c) the pair of a Poisson's ratio of 0. Springs of no stiffness (pbd)
+   mu = k_c tr A_rr / (6 V_c) the pair of a Poisson's ratio of 0. Under the continuum energy, whose
+   k_c bounds its stiffness rather than calibrating it, kappa = 2 mu / 3 of the cluster's mu, the
+   coupled energy's lambda = 0 (before, a cube of modulus alone pressed between plates took
+   Poisson's ratio 0.296 split against 0 coupled). Springs of no stiffness (pbd)
    hold volume as they hold shape, as a hard constraint: compliance 0. */
 static double volume_compliance(const csm_world *w, int32_t c, double h)
 {
     const csm_clusters *C = &w->C;
     if (w->bulk_modulus > 0) return csm_cluster_density(w, c) / (w->bulk_modulus * C->mass[c] * h * h);
+    if (csm_elastic_volume_on(w)) { /* the continuum energy's lambda = 0: kappa = 2 mu / 3, as coupled */
+        double mu, lambda;
+        csm_elastic_lame(w, w->spring_modulus, c, &mu, &lambda);
+        return mu > 0 ? 1.5 * csm_cluster_density(w, c) / (mu * C->mass[c] * h * h) : 0.0;
+    }
     static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     double A[9], k = csm_spring_stiffness(w, c, identity, h);
     cluster_arr(C, c, A);
@@ -165,22 +173,26 @@ CSM_CLONES static void volume_shares(csm_clusters *C, int32_t c, const double D[
     }
 }
 
-void csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch)
+double csm_volume_project(csm_world *w, double *x, double h, double *lambda, double *scratch)
 {
     csm_clusters *C = &w->C;
     int32_t k = C->k, n = w->P.n;
     const double *inv_mass = w->P.inv_mass, *share = C->wgoal;
     int mean = csm_elastic_volume_on(w);
+    double change = 0, most = 0;
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) reduction(max : change, most)
         for (int32_t c = 0; c < k; c++) {
+            double before = lambda[c];
             if (mean) {
                 volume_step_mean(w, x, c, h, lambda);
-                continue;
+            } else {
+                volume_step(w, x, c, h, lambda, &scratch[9 * c]);
+                volume_shares(C, c, &scratch[9 * c]);
             }
-            volume_step(w, x, c, h, lambda, &scratch[9 * c]);
-            volume_shares(C, c, &scratch[9 * c]);
+            change = fmax(change, fabs(lambda[c] - before));
+            most = fmax(most, fabs(lambda[c]));
         }
         /* every particle moves by the weighted shares of its clusters, in cluster order (Jacobi) */
 #pragma omp for schedule(static)
@@ -198,4 +210,5 @@ void csm_volume_project(csm_world *w, double *x, double h, double *lambda, doubl
             x[3 * i + 2] += d2;
         }
     }
+    return most > 0 ? change / most : 0.0;
 }
