@@ -41,9 +41,9 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
                            const double R[9], const double Fp[9], double mu, double k, double *T, double *Q,
                            double *S, double *dot);
 
-/* The mean over cluster c's cells of its fitted field's gradient at positions x, A~ [1 0]^T + X
-   (the quadratic fit's linear part and, with consistent gradients, the correction X = sum_j w m_j
-   (x_j - xbar) eta_j^T), into F; 0 where the cluster has no quadratic rest data. The split volume
+/* The mean over cluster c's cells of its fitted field's gradient at positions x, A~ H_c^T + X
+   (H_c the cells' mean of dq~/dp, [1 0] without consistent gradients, and the correction
+   X = sum_j w m_j (x_j - xbar) eta_j^T), into F; 0 where the cluster has no quadratic rest data. The split volume
    term's F (kernel/volume.c): with X, its forces under a uniform pressure balance at every inner
    particle, as the energy's do. */
 int csm_elastic_mean_gradient(const csm_world *w, const double *x, int32_t c, double F[9]);

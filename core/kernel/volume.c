@@ -57,11 +57,11 @@ double csm_volume_energy(const csm_world *w, double h)
 }
 
 /* The same step where the continuum energy's clusters hold the volume (csm_elastic_volume_on):
-   C = det F - 1 with F = A~ [1 0]^T + X, the fitted field's mean gradient with its consistent
+   C = det F - 1 with F = A~ H_c^T + X, the fitted field's mean gradient with its consistent
    correction (csm_elastic_mean_gradient), so that a uniform pressure's forces balance at every
    inner particle and pull each surface particle by p cof(F) b_i, as the energy's do (with the
    linear fit's F the inner particles of a cube took forces as large as its surface's, and a cube
-   between frictionless plates bulged with Poisson's ratio 0.246 for 0.3). Membership j's
+   between frictionless plates bulged with Poisson's ratio 0.242 for 0.3). Membership j's
    gradient is w m_j cof(F) h_j, h_j = L q~_j + eta_j, L = H_c A~_qq^-1 (H_c the cells' mean of
    dq~/dp, [1 0] without cells); as sum_j w m q~_j q~_j^T = A~_qq and sum_j q~_j xi_j^T = 0
    (csm_elastic_consistent), the weighted sum of |cof h_j|^2 is tr(cof (L H_c^T + Xi) cof^T),
