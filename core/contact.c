@@ -128,12 +128,17 @@ static int meet(const double *x0, const double *x, int32_t i, int32_t j, double 
     return csm_v3_dot(r, r) < d * d;
 }
 
-/* Samples a particle's path from x0 to x gets beyond its end: none while it travels at most d / 4,
-   else one every d / 2 of its travel (at most CSM_CONTACT_SWEEP). */
-static int32_t path_samples(const double *x0, const double *x, int32_t i, double d)
+/* How far particle i travels from x0 to x. */
+static double travel_of(const double *x0, const double *x, int32_t i)
 {
     double v[3] = {x[3 * i] - x0[3 * i], x[3 * i + 1] - x0[3 * i + 1], x[3 * i + 2] - x0[3 * i + 2]};
-    double len = csm_v3_norm(v);
+    return csm_v3_norm(v);
+}
+
+/* Samples a path of length len gets beyond its end: none while it is at most d / 4, else one every
+   d / 2 of it (at most CSM_CONTACT_SWEEP). */
+static int32_t path_samples(double len, double d)
+{
     return len > 0.25 * d ? (int32_t)fmin(ceil(len / (0.5 * d)), CSM_CONTACT_SWEEP) : 0;
 }
 
@@ -174,7 +179,8 @@ static int sweep(csm_contacts *c, const csm_world *w, const double *x)
     }
     int64_t npts = 0;
     for (int32_t i = 0; i < n; i++) {
-        int32_t m = path_samples(c->x0, x, i, d), near = c->cfg.self, near_object = w->P.object[i];
+        double len = travel_of(c->x0, x, i);
+        int32_t m = path_samples(len, d), near = c->cfg.self, near_object = w->P.object[i];
         for (int32_t o = 0; m && !near && o < nobj; o++) {
             if (o == w->P.object[i]) continue;
             const double *b = &c->boxes[6 * o];
@@ -185,8 +191,6 @@ static int sweep(csm_contacts *c, const csm_world *w, const double *x)
         }
         c->swept[i] = near ? m : 0;
         npts += 1 + c->swept[i];
-        double v[3] = {x[3 * i] - c->x0[3 * i], x[3 * i + 1] - c->x0[3 * i + 1], x[3 * i + 2] - c->x0[3 * i + 2]};
-        double len = csm_v3_norm(v);
         if (near && len > 0.5 * d * CSM_CONTACT_SWEEP && len > c->outran) {
             c->outran = len;
             c->outran_time = w->time;

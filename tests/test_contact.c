@@ -541,7 +541,7 @@ static void test_bodies_never_pass(void **state)
         assert_true(gap > 0); /* cube 0 left of cube 1 at every frame's end */
         assert_true(dp < 1e-12 * 0.2 * speeds[k % 3]);
         assert_true(ke_max <= ke0 * (1 + 1e-12));
-        assert_true(r.sim.constraints->contacts.outran == 0); /* within the sweep: no warning */
+        if (k < 3) assert_true(r.sim.constraints->contacts.outran == 0); /* particles within their sweep: no warning */
         run_stop(&r);
     }
     /* Beyond the sweep's 512 contact distances a step (2,000 m/s each, 33 m a step) the run says so,
