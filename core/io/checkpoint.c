@@ -235,7 +235,7 @@ int csm_log_resume(const char *path, csm_sim *sim, csm_log **out, csm_error *err
     if (!rc) {
         log->goal = log->goals ? malloc(sizeof(double) * 3 * (size_t)w->P.n + 1) : NULL;
         if (log->goals && !log->goal) CSM_OUT_OF_MEMORY();
-        if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0 || H5Fstart_swmr_write(log->file) < 0)
+        if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0 || csm_log_start_swmr(log) < 0)
             rc = csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the log", path);
     }
     if (rc) {

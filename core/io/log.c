@@ -161,6 +161,25 @@ int csm_log_writer_attrs(hid_t f)
     return csm_h5_attr_string(f, "writer_host", host) | csm_h5_attr_int64(f, "writer_pid", (int64_t)getpid());
 }
 
+/* SWMR writing from here on. HDF5 1.10's H5Fstart_swmr_write reopens every open dataset with the
+   default access, whose chunk cache (1 MiB a dataset) keeps every chunk written until it fills: the
+   datasets are opened again with a cache of two chunks (csm_h5_open_append). */
+int csm_log_start_swmr(csm_log *log)
+{
+    if (H5Fstart_swmr_write(log->file) < 0) return -1;
+    int rc = 0;
+    for (int k = 0; k < log->nfield; k++) {
+        if (log->ds[k] < 0) continue;
+        H5Dclose(log->ds[k]);
+        if ((log->ds[k] = csm_h5_open_append(log->file, log->field[k].path)) < 0) rc = -1;
+    }
+    if (log->events >= 0) {
+        H5Dclose(log->events);
+        if ((log->events = csm_h5_open_append(log->file, "/recluster/events")) < 0) rc = -1;
+    }
+    return rc;
+}
+
 int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error *err)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by us, in one line */
@@ -289,7 +308,7 @@ int csm_log_open(const char *path, const csm_sim *sim, csm_log **out, csm_error 
                                  F_MV_OFFSETS_START, F_MV_MEMBER_START, F_CV_START};
     for (size_t i = 0; i < sizeof starts / sizeof starts[0] && !rc; i++) rc |= csm_h5_append(log->ds[starts[i]], T_I64, 1, &zero);
     /* every object exists: from here on frames are only appended, readers may watch */
-    if (!rc && H5Fstart_swmr_write(f) < 0) rc = -1;
+    if (!rc && csm_log_start_swmr(log) < 0) rc = -1;
     if (rc || H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || rename(creating, path) != 0) {
         int e = errno;
         csm_log_close(log, "failed: could not write the log header", NULL);

@@ -208,11 +208,16 @@ hsize_t csm_log_frame_rows(const field_spec *f, const csm_world *w);
 hid_t csm_log_field_create(hid_t file, const field_spec *f, int32_t n, int compression);
 /* Chunked, and with a level > 0 shuffled and deflated (when this HDF5 has deflate). */
 hid_t csm_h5_chunked(int rank, const hsize_t *chunk, int compression);
+/* Access for a dataset frames are appended to: a chunk cache of two of its chunks. */
+hid_t csm_h5_append_access(hid_t dcpl, hid_t type);
+hid_t csm_h5_open_append(hid_t file, const char *path);
 
 /* log.c */
 int csm_log_lock_take(csm_log *log, const char *path, csm_error *err);
 void csm_log_lock_drop(csm_log *log);
 int csm_log_writer_attrs(hid_t f);
+/* Start SWMR writing, the datasets reopened with a chunk cache of two chunks. */
+int csm_log_start_swmr(csm_log *log);
 hid_t csm_log_event_type(void);
 
 /* versions.c */

@@ -127,7 +127,9 @@ static hid_t view_dataset(hid_t file, const char *name, int type, hsize_t n, int
     int rank = cols > 1 ? 3 : 2;
     hid_t space = H5Screate_simple(rank, dims, maxdims);
     hid_t dcpl = csm_h5_chunked(rank, chunk, compress);
-    hid_t ds = H5Dcreate2(file, name, csm_h5_type(type), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t dapl = csm_h5_append_access(dcpl, csm_h5_type(type));
+    hid_t ds = H5Dcreate2(file, name, csm_h5_type(type), space, H5P_DEFAULT, dcpl, dapl);
+    H5Pclose(dapl);
     if (ds >= 0) {
         csm_h5_attr_string(ds, "units", units);
         csm_h5_attr_string(ds, "description", description);
