@@ -27,6 +27,7 @@ Writes PREFIX.png and PREFIX.pdf (default out/convergence) and prints a Markdown
 import argparse
 import os
 import sys
+import textwrap
 
 import h5py
 import matplotlib
@@ -195,6 +196,11 @@ def main(argv=None):
     if ncol == 2:
         ax = axes[0, 0]
         ax.semilogx(k, [r["value"] for r in rows], "o-")
+        loose = [i for i, r in enumerate(rows) if r.get("drift", 0) > SETTLED]
+        if loose:  # a value still moving at the run's end is drawn as such, not as a resting value
+            ax.plot(k[loose], [rows[i]["value"] for i in loose], "o", mfc="white", mec="C3", mew=1.5,
+                    label="not settled")
+            ax.legend(fontsize=7)
         ax.set_xlabel(by)
         ax.set_ylabel(what + unit)
         ax.set_xticks(k)
@@ -212,8 +218,13 @@ def main(argv=None):
     ax.set_xlabel(by)
     ax.set_ylabel(f"|Δ {what}|{unit}" if a.quantity != "positions" else "rms distance from the finest run (m)")
     runs_mod.legend_outside(ax)
-    if a.title:
-        fig.suptitle(a.title)
+    # the title names the scene and what every run shares (--where's choice among them)
+    _, shared, _ = runs_mod.legend_labels(runs)
+    with h5py.File(runs[0].path, "r") as f:
+        scene = runs_mod.text(f.attrs.get("name", ""))
+    title = a.title or ": ".join(x for x in (scene, shared) if x)
+    if title:
+        fig.suptitle(textwrap.fill(title, 90), fontsize=10)
     for path in runs_mod.save(fig, a.output):
         print(path, file=sys.stderr)
 
