@@ -127,6 +127,27 @@ static void test_energy_budget_closes(void **state)
     assert_true(created < 0.02 && excess <= 0.0);
 }
 
+/* Damping and viscosity take energy and never give it: under volume split with the continuum
+   energy they act before the springs' velocities (solvers/integrators.c), which the volume passes
+   would otherwise take back after they were damped. The bar clamped at one end and dropped under
+   gravity, nu = 0.3, 50 steps a frame, 2 frames: before, damping 0.1 counted 5.6 J dissipated
+   and created 4.9 J (4.6 % of the energy given), viscosity 1e5 Pa s created 14 J (13 %); without
+   either the step's own error is -0.9 J (lost). */
+static void test_damping_under_split_volume_creates_no_energy(void **state)
+{
+    (void)state;
+    const char *damped[] = {"solver.integrator=shape_matching", "solver.volume=split", "solver.poisson=0.3",
+                            "time.substeps=50", "time.frames=2", "solver.damping=0.1"};
+    const char *viscous[] = {"solver.integrator=shape_matching", "solver.volume=split", "solver.poisson=0.3",
+                             "time.substeps=50", "time.frames=2", "solver.viscosity=1e5"};
+    const char *const *runs[] = {damped, viscous};
+    for (int r = 0; r < 2; r++) {
+        double created, excess, err = budget_error(CSM_TEST_DIR "/configs/bar.yaml", runs[r], 6, &created, &excess);
+        printf("split bar, %s: energy error %.2e, created at most %.2e of the energy given\n", runs[r][5], err, created);
+        assert_true(created < 2e-3);
+    }
+}
+
 /* The largest energy_error created (> 0) over a run of the lambda = 0 bar without reclustering
    or viscosity, relative to the energy given, and the largest cond(F^p) it reaches. */
 static double plastic_bar_created(const char *rotation, double *cond)
@@ -218,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_work_external_closes_the_budget),
         cmocka_unit_test(test_contact_has_its_share),
         cmocka_unit_test(test_energy_budget_closes),
+        cmocka_unit_test(test_damping_under_split_volume_creates_no_energy),
         cmocka_unit_test(test_plastic_flow_creates_no_energy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
