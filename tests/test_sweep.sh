@@ -253,8 +253,12 @@ wait $orphan
 shard=$!
 sleep 1
 expect 2 "shards of 2 run in this folder now; these are of 3" -- "$csm" sweep tiny.yaml -o shards --shard 1/3 --frames 2
+# a run's output goes to .partial/<id>.<the sweep's pid>.log while it runs, and to <id>.log when it
+# ends: a second sweep that starts the run at the same moment never writes into the first's file
+check "a running run's output is the sweep's own file" sh -c 'ls "$1"/.partial/*."$2".log && ! ls "$1"/*.log' sh shards "$shard"
 kill -INT $shard
 wait $shard
+check "... moved to <id>.log when the run ends" sh -c 'ls "$1"/*.log && ! ls "$1"/.partial/*.log' sh shards
 
 # one value spelt several ways is one run; keys that overlap are refused; the jobs are bounded
 "$csm" sweep tiny.yaml --list --set 'sweep={solver.alpha: [0.1, 0.10, 1e-1, 0.100, 0.2]}' >spelt.txt 2>spelt.err

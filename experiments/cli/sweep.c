@@ -264,13 +264,22 @@ static long held_elsewhere(const sweep *s, const sweep_run *r)
     return pid > 0 ? pid : -1;
 }
 
+/* Where a run's output goes while it runs: .partial/<id>.<pid>.log, the sweep's own pid in the
+   name. It is moved to <id>.log when the run ends (finish), and dropped when the run's log was
+   another process's: a second sweep that started the same run between our check of the lock and
+   our child's try for it wrote <id>.log, and our child's refusal would have truncated it. */
+static void output_path(const sweep *s, const sweep_run *r, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/.partial/%s.%ld.log", s->dir, r->id, (long)getpid());
+}
+
 static pid_t launch(const sweep *s, sweep_run *r, csm_error *err)
 {
     int no;
     char **o = sweep_run_overrides(s, r, &no);
     char partial[4300], logpath[4200], threads[32];
     snprintf(partial, sizeof partial, "%s/.partial/%s.h5", s->dir, r->id);
-    path_of(s, r->id, ".log", logpath, sizeof logpath);
+    output_path(s, r, logpath, sizeof logpath);
     snprintf(threads, sizeof threads, "%d", s->a.threads);
     const char **argv = calloc((size_t)(2 * no + 16), sizeof *argv);
     if (!argv) CSM_OUT_OF_MEMORY();
@@ -364,13 +373,17 @@ static int finish(const sweep *s, sweep_run *r, int wstatus, char *status, size_
     csm_log_view_path(partial, pview, sizeof pview);
     csm_log_view_path(final, fview, sizeof fview);
     path_of(s, r->id, ".log", logpath, sizeof logpath);
+    char output[4300];
+    output_path(s, r, output, sizeof output);
     int64_t frames = -1;
     long other = held_elsewhere(s, r);
     if (other) { /* refused by the log's lock: the log and its files are the other writer's */
         snprintf(status, size, "failed: another csm process (pid %ld) is writing this run's log", other);
+        remove(output);
         r->pid = 0;
         return 0;
     }
+    rename(output, logpath);
     int have_log = access(partial, F_OK) == 0;
     char logstatus[1100] = "";
     if (have_log) csm_log_status(partial, logstatus, sizeof logstatus, &frames);
