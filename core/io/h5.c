@@ -229,6 +229,45 @@ hsize_t csm_h5_rows(hid_t ds)
 }
 
 /* Rows [start, start + count) of an extendible dataset. */
+/* A 1-D dataset read a block of rows at a time (csm_rows_open, csm_rows_at): what is written at a
+   log's end walks its frames' indexes this way, so that its memory does not grow with the frames. */
+int csm_rows_open(csm_rows *r, hid_t file, const char *path, hid_t type)
+{
+    memset(r, 0, sizeof *r);
+    r->first = r->count = 0;
+    r->ds = H5Lexists(file, path, H5P_DEFAULT) > 0 ? H5Dopen2(file, path, H5P_DEFAULT) : -1;
+    r->type = type;
+    r->size = H5Tget_size(type);
+    r->total = r->ds >= 0 ? csm_h5_rows(r->ds) : 0;
+    r->buf = r->ds >= 0 ? malloc(r->size * CSM_ROWS_BLOCK) : NULL;
+    if (r->ds >= 0 && !r->buf) CSM_OUT_OF_MEMORY();
+    return r->ds >= 0 ? 0 : -1;
+}
+
+int csm_rows_at(csm_rows *r, hsize_t t, void *out)
+{
+    if (r->ds < 0 || t >= r->total) return -1;
+    if (t < r->first || t >= r->first + r->count) {
+        hsize_t first = t - t % CSM_ROWS_BLOCK, count = r->total - first < CSM_ROWS_BLOCK ? r->total - first : CSM_ROWS_BLOCK;
+        if (csm_h5_read(r->ds, r->type, first, count, r->buf)) {
+            r->count = 0;
+            return -1;
+        }
+        r->first = first;
+        r->count = count;
+    }
+    memcpy(out, (const char *)r->buf + (t - r->first) * r->size, r->size);
+    return 0;
+}
+
+void csm_rows_close(csm_rows *r)
+{
+    if (r->ds >= 0) H5Dclose(r->ds);
+    free(r->buf);
+    r->ds = -1;
+    r->buf = NULL;
+}
+
 int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf)
 {
     if (count == 0) return 0;

@@ -179,6 +179,18 @@ int csm_h5_append(hid_t ds, int type, hsize_t rows, const void *data);
 hsize_t csm_h5_rows(hid_t ds);
 /* Rows [start, start + count) of an extendible dataset. */
 int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf);
+/* A 1-D dataset read CSM_ROWS_BLOCK rows at a time: csm_rows_at copies row t (0, or -1 past the
+   end or on a read error). */
+enum { CSM_ROWS_BLOCK = 4096 };
+typedef struct csm_rows {
+    hid_t ds, type;
+    size_t size;
+    hsize_t first, count, total;
+    void *buf;
+} csm_rows;
+int csm_rows_open(csm_rows *r, hid_t file, const char *path, hid_t type);
+int csm_rows_at(csm_rows *r, hsize_t t, void *out);
+void csm_rows_close(csm_rows *r);
 /* Rows first, first + 2, ... (count of them) of a ROWS_SLOTS dataset: read, or written in place
    with the dataset grown to hold them. */
 int csm_h5_read_slot(hid_t ds, hid_t type, hsize_t first, hsize_t count, void *buf);

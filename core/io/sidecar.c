@@ -59,10 +59,10 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
         return csm_fail(err, CSM_EXIT_BAD_INPUT, "%s: corrupt log: %s", h5path, why);
     }
     hid_t pos = H5Dopen2(file, "/frames/positions", H5P_DEFAULT);
-    hid_t tds = H5Dopen2(file, "/frames/time", H5P_DEFAULT);
-    if (pos < 0 || tds < 0) {
+    csm_rows times; /* a block at a time: a long run's sidecar takes no memory that grows with it */
+    if (pos < 0 || csm_rows_open(&times, file, "/frames/time", H5T_NATIVE_DOUBLE)) {
         if (pos >= 0) H5Dclose(pos);
-        if (tds >= 0) H5Dclose(tds);
+        csm_rows_close(&times);
         H5Fclose(file);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: not a csm log (no /frames/positions)", h5path);
     }
@@ -71,19 +71,14 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     H5Sget_simple_extent_dims(space, dims, NULL);
     H5Sclose(space);
     hsize_t T = dims[0], n = dims[1];
-    double *times = malloc(sizeof(double) * (T > 0 ? T : 1));
-    if (!times) CSM_OUT_OF_MEMORY();
-    if (T > 0) H5Dread(tds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, times);
     int has_goals = H5Lexists(file, "/frames/goals", H5P_DEFAULT) > 0;
     H5Dclose(pos);
-    H5Dclose(tds);
     /* speed, displacement and the nearest cluster, in the view file beside the log (view.c) */
     char viewpath[4200];
     csm_log_view_path(h5path, viewpath, sizeof viewpath);
     errno = 0;
     int has_cluster = 0, view = csm_log_write_view(file, viewpath, T, n, &has_cluster), has_view = view == 0;
     int view_errno = errno;
-    H5Fclose(file);
 
     /* The sidecar refers to the log and the view file by their names: all sit in one folder. */
     char base[6 * 1024], viewname[6 * 1024];
@@ -93,14 +88,18 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     snprintf(tmp, sizeof tmp, "%s.tmp", buf);
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        free(times);
+        csm_rows_close(&times);
+        H5Fclose(file);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the sidecar: %s", tmp, strerror(errno));
     }
+    int bad = 0;
     fprintf(f, "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n");
     fprintf(f, "  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
     for (hsize_t t = 0; t < T; t++) {
         fprintf(f, "   <Grid Name=\"frame%llu\" GridType=\"Uniform\">\n", (unsigned long long)t);
-        fprintf(f, "    <Time Value=\"%.17g\"/>\n", times[t]);
+        double time = 0;
+        if (csm_rows_at(&times, t, &time)) bad = 1;
+        fprintf(f, "    <Time Value=\"%.17g\"/>\n", time);
         fprintf(f, "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%llu\" NodesPerElement=\"1\">\n",
                 (unsigned long long)n);
         fprintf(f, "     <DataItem Dimensions=\"%llu\" NumberType=\"Int\" Format=\"HDF\">%s:/rest/id|0:1:%llu:%llu</DataItem>\n",
@@ -156,8 +155,9 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
         fprintf(f, "   </Grid>\n");
     }
     fprintf(f, "  </Grid>\n </Domain>\n</Xdmf>\n");
-    free(times);
-    int bad = ferror(f);
+    csm_rows_close(&times);
+    H5Fclose(file);
+    bad |= ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, buf) != 0) {
         remove(tmp);
         return csm_fail(err, CSM_EXIT_FAILURE, "%s: cannot write the sidecar", buf);

@@ -17,16 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the view needs of a log's clusters, a frame at a time. */
+/* What the view needs of a log's clusters, a frame at a time; the frames' and the versions'
+   indexes are read a block at a time (csm_rows), so that writing the view of a long run takes no
+   memory that grows with its frames. */
 typedef struct cluster_source {
     hid_t com, id, offsets, members;
-    int64_t *frame_cluster, *version_offsets, *version_members;
-    int32_t *version; /* [T] */
-    int32_t *cversion; /* [T] the slow state's version of each frame, NULL in a log before it: the ids
-                          then lie beside com */
-    int64_t *version_clusters, nvc;
+    csm_rows frame_cluster, version_offsets, version_members, version_clusters;
+    csm_rows version;  /* [T] int32 */
+    csm_rows cversion; /* [T] int32, the slow state's version of each frame; absent (ds < 0) in a
+                          log before it: the ids then lie beside com */
     int32_t *offset, *member;
-    int64_t loaded; /* version whose offsets and members are loaded, -1 none */
+    int64_t noffset, nmember; /* how many of each are loaded */
+    int64_t loaded;           /* version whose offsets and members are loaded, -1 none */
 } cluster_source;
 
 static hid_t open_if(hid_t file, const char *path)
@@ -39,14 +41,31 @@ static void clusters_close(cluster_source *s)
     hid_t ds[] = {s->com, s->id, s->offsets, s->members};
     for (int k = 0; k < 4; k++)
         if (ds[k] >= 0) H5Dclose(ds[k]);
-    free(s->frame_cluster);
-    free(s->version_offsets);
-    free(s->version_members);
-    free(s->version);
-    free(s->cversion);
-    free(s->version_clusters);
+    csm_rows *rows[] = {&s->frame_cluster, &s->version_offsets, &s->version_members, &s->version_clusters,
+                        &s->version, &s->cversion};
+    for (int k = 0; k < 6; k++) csm_rows_close(rows[k]);
     free(s->offset);
     free(s->member);
+}
+
+/* Frame t's membership version v, its rows [a, b) of /clusters/com, and ia, the first row of its
+   ids: 0, or -1 where the log's indexes disagree (or cannot be read). */
+static int frame_rows(cluster_source *s, hsize_t t, int64_t *v, hsize_t *a, hsize_t *b, hsize_t *ia)
+{
+    int32_t version, cv = 0;
+    int64_t fa, fb, vc = 0;
+    if (csm_rows_at(&s->version, t, &version) || csm_rows_at(&s->frame_cluster, t, &fa) ||
+        csm_rows_at(&s->frame_cluster, t + 1, &fb) || version < 0 || (hsize_t)version + 1 >= s->version_offsets.total ||
+        fa < 0 || fb < fa)
+        return -1;
+    if (s->cversion.ds >= 0 && (csm_rows_at(&s->cversion, t, &cv) || cv < 0 ||
+                                (hsize_t)cv + 1 >= s->version_clusters.total || csm_rows_at(&s->version_clusters, (hsize_t)cv, &vc)))
+        return -1;
+    *v = version;
+    *a = (hsize_t)fa;
+    *b = (hsize_t)fb;
+    *ia = s->cversion.ds >= 0 ? (hsize_t)vc : (hsize_t)fa;
+    return 0;
 }
 
 /* 0 when the log has versioned memberships for its T frames (logs before them get no colour). */
@@ -58,19 +77,22 @@ static int clusters_open(hid_t file, hsize_t T, cluster_source *s)
     s->id = open_if(file, "/clusters/id");
     s->offsets = open_if(file, "/clusters/offsets");
     s->members = open_if(file, "/clusters/members");
-    int64_t nfc = csm_h5_read_all(file, "/clusters/frame_cluster", H5T_NATIVE_INT64, (void **)&s->frame_cluster);
-    int64_t nvo = csm_h5_read_all(file, "/clusters/version_offsets", H5T_NATIVE_INT64, (void **)&s->version_offsets);
-    int64_t nvm = csm_h5_read_all(file, "/clusters/version_members", H5T_NATIVE_INT64, (void **)&s->version_members);
-    int64_t nv = csm_h5_read_all(file, "/clusters/membership_version", H5T_NATIVE_INT32, (void **)&s->version);
-    int64_t ncv = -1;
-    if (H5Lexists(file, "/clusters/cluster_version", H5P_DEFAULT) > 0) {
-        ncv = csm_h5_read_all(file, "/clusters/cluster_version", H5T_NATIVE_INT32, (void **)&s->cversion);
-        s->nvc = csm_h5_read_all(file, "/clusters/version_clusters", H5T_NATIVE_INT64, (void **)&s->version_clusters);
+    csm_rows_open(&s->frame_cluster, file, "/clusters/frame_cluster", H5T_NATIVE_INT64);
+    csm_rows_open(&s->version_offsets, file, "/clusters/version_offsets", H5T_NATIVE_INT64);
+    csm_rows_open(&s->version_members, file, "/clusters/version_members", H5T_NATIVE_INT64);
+    csm_rows_open(&s->version, file, "/clusters/membership_version", H5T_NATIVE_INT32);
+    int versions = csm_rows_open(&s->cversion, file, "/clusters/cluster_version", H5T_NATIVE_INT32) == 0;
+    if (versions) csm_rows_open(&s->version_clusters, file, "/clusters/version_clusters", H5T_NATIVE_INT64);
+    else s->version_clusters.ds = -1;
+    int ok = s->com >= 0 && s->id >= 0 && s->offsets >= 0 && s->members >= 0 && s->frame_cluster.total >= T + 1 &&
+             s->version.total >= T && s->version_offsets.total > 0 &&
+             s->version_offsets.total == s->version_members.total &&
+             (!versions || (s->cversion.total >= T && s->version_clusters.total > 0));
+    for (hsize_t t = 0; ok && t < T; t++) {
+        int64_t v;
+        hsize_t a, b, ia;
+        ok = frame_rows(s, t, &v, &a, &b, &ia) == 0;
     }
-    int ok = s->com >= 0 && s->id >= 0 && s->offsets >= 0 && s->members >= 0 && nfc >= (int64_t)T + 1 &&
-             nv >= (int64_t)T && nvo > 0 && nvo == nvm && (!s->cversion || (ncv >= (int64_t)T && s->nvc > 0));
-    for (hsize_t t = 0; ok && t < T; t++) ok = s->version[t] >= 0 && (int64_t)s->version[t] + 1 < nvo;
-    for (hsize_t t = 0; ok && s->cversion && t < T; t++) ok = s->cversion[t] >= 0 && (int64_t)s->cversion[t] + 1 < s->nvc;
     if (!ok) clusters_close(s);
     return ok ? 0 : -1;
 }
@@ -78,21 +100,29 @@ static int clusters_open(hid_t file, hsize_t T, cluster_source *s)
 /* Frame t's nearest cluster of each particle, as a stable id. */
 static int nearest_clusters(cluster_source *s, hsize_t t, const double *x, int32_t n, double *best, int32_t *out)
 {
-    int64_t v = s->version[t];
+    int64_t v, o0, o1, m0, m1;
+    hsize_t a, b, ia;
+    if (frame_rows(s, t, &v, &a, &b, &ia)) return -1;
     if (v != s->loaded) {
-        hsize_t o0 = (hsize_t)s->version_offsets[v], o1 = (hsize_t)s->version_offsets[v + 1];
-        hsize_t m0 = (hsize_t)s->version_members[v], m1 = (hsize_t)s->version_members[v + 1];
-        int32_t *off = realloc(s->offset, sizeof *off * (o1 - o0 + 1)), *mem = off ? realloc(s->member, sizeof *mem * (m1 - m0 + 1)) : NULL;
+        if (csm_rows_at(&s->version_offsets, (hsize_t)v, &o0) || csm_rows_at(&s->version_offsets, (hsize_t)v + 1, &o1) ||
+            csm_rows_at(&s->version_members, (hsize_t)v, &m0) || csm_rows_at(&s->version_members, (hsize_t)v + 1, &m1) ||
+            o1 <= o0 || m1 < m0)
+            return -1;
+        int32_t *off = realloc(s->offset, sizeof *off * (size_t)(o1 - o0 + 1)),
+                *mem = off ? realloc(s->member, sizeof *mem * (size_t)(m1 - m0 + 1)) : NULL;
         if (off) s->offset = off;
         if (mem) s->member = mem;
-        if (!off || !mem || o1 <= o0 || csm_h5_read(s->offsets, H5T_NATIVE_INT32, o0, o1 - o0, s->offset) ||
-            csm_h5_read(s->members, H5T_NATIVE_INT32, m0, m1 - m0, s->member))
+        if (!off || !mem || csm_h5_read(s->offsets, H5T_NATIVE_INT32, (hsize_t)o0, (hsize_t)(o1 - o0), s->offset) ||
+            csm_h5_read(s->members, H5T_NATIVE_INT32, (hsize_t)m0, (hsize_t)(m1 - m0), s->member))
             return -1;
         s->loaded = v;
+        s->noffset = o1 - o0;
+        s->nmember = m1 - m0;
     }
-    hsize_t a = (hsize_t)s->frame_cluster[t], b = (hsize_t)s->frame_cluster[t + 1];
-    hsize_t ia = s->cversion ? (hsize_t)s->version_clusters[s->cversion[t]] : a;
     int32_t k = (int32_t)(b - a);
+    if ((int64_t)k + 1 > s->noffset) return -1;
+    for (int32_t c = 0; c <= k; c++)
+        if (s->offset[c] < 0 || s->offset[c] > s->nmember || (c > 0 && s->offset[c] < s->offset[c - 1])) return -1;
     double *com = malloc(sizeof *com * 3 * (size_t)(k + 1));
     int32_t *id = malloc(sizeof *id * (size_t)(k + 1));
     int rc = !com || !id || (k > 0 && (csm_h5_read(s->com, H5T_NATIVE_DOUBLE, a, (hsize_t)k, com) ||
