@@ -82,6 +82,7 @@ typedef struct csm_sim {
     double check_contact0, check_work0, check_error0, check_held;
     csm_most created, made;
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
+    double *potential_force;           /* [3n] the forces with a potential of the step (csm_world) */
     double *collider_before;           /* [6n] x and v before the colliders, for their work */
     csm_constraints *constraints;      /* w.constraints */
     int64_t work_cap[4];

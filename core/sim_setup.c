@@ -394,6 +394,7 @@ void csm_sim_destroy(csm_sim *sim)
     free(sim->work_force);
     free(sim->collider_before);
     free(sim->force_before);
+    free(sim->potential_force);
     csm_particles_free(&sim->w.P);
     csm_clusters_free(&sim->w.C);
     csm_report_free(&sim->report);

@@ -331,6 +331,12 @@ typedef struct csm_world {
     const double *x_step;        /* [3n] the positions at the start of the step under way, while the
                                     constraints project (their friction's slip); NULL otherwise */
     const double *v_step;        /* [3n] the velocities then (a body's approach); NULL as x_step */
+    /* [3n] the forces with a potential (gravity, a load) of the step under way, and its length:
+       the explicit step's lag (h/2) f . v holds them as it holds the springs' (csm_diag.elastic_lag),
+       so damping and viscosity count the share of it they move; NULL where no such force acts or
+       the integrator is implicit. */
+    const double *potential_force;
+    double potential_h;
 } csm_world;
 
 /* The object cluster c belongs to (clusters never span objects); -1 for a cluster without members. */

@@ -120,7 +120,7 @@ const field_spec csm_log_fields[F_NFIELDS] = {
                                "below its tolerance; xpbd runs its fixed iterations; 0 for the explicit integrators)", 0, OPT_NONE, d_iteration_residual),
     [F_ENERGY_ERROR] = FIELD("/diagnostics/energy_error", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic + potential + elastic energy + elastic_lag - frame 0's - work_external + the dissipated_* sums: "
                          "energy the simulation created (> 0) or lost without account (< 0); held over the frames in which contact acted, whose change is dissipated_contact's", 0, OPT_NONE, d_energy_error),
-    [F_ELASTIC_LAG] = FIELD("/diagnostics/elastic_lag", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "(h/2) sum_i f_i . v_i of the explicit springs' forces f (0 for xpbd and projective_dynamics): "
+    [F_ELASTIC_LAG] = FIELD("/diagnostics/elastic_lag", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "(h/2) sum_i f_i . v_i of the explicit springs' forces f and of the forces with a potential (gravity, a load; 0 for xpbd and projective_dynamics): "
                         "symplectic Euler conserves kinetic + potential + elastic + this to O(h^2), not the plain sum", 0, OPT_NONE, d_elastic_lag),
     [F_DISSIPATED_DAMPING] = FIELD("/diagnostics/dissipated_damping", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's damping removed so far (Mueller et al. 2007 Sec 3.5)", 0, OPT_NONE, d_dissipated_damping),
     [F_DISSIPATED_VISCOSITY] = FIELD("/diagnostics/dissipated_viscosity", T_F64, SHAPE_SCALAR, ROWS_ONE, "J", "kinetic energy the integrator's viscosity removed so far", 0, OPT_NONE, d_dissipated_viscosity),

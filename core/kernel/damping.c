@@ -42,13 +42,16 @@ static void cluster_rigid_velocity(const csm_clusters *C, const double *x, const
 /* The energy a velocity change dv of particle i takes from the explicit step's conserved energy:
    the kinetic energy it removes, less the share of the lag (csm_diag.elastic_lag) it moves,
    (h/2) f_i . dv = 1/2 m_i kick_i . dv with kick_i = a (g_i - x_i) the springs' velocity change of
-   the step (none when g is NULL). */
+   the step (none when g is NULL), and (h/2) f_i . dv of the forces with a potential
+   (csm_world.potential_force). */
 static double removed_energy(const csm_world *w, int32_t i, const double *v_before, const double *v_after,
                              const double *g, double a, const double *x)
 {
     double m = w->P.mass[i], e = 0.5 * m * (csm_v3_dot(v_before, v_before) - csm_v3_dot(v_after, v_after));
     if (g)
         for (int d = 0; d < 3; d++) e += 0.5 * m * a * (g[3 * i + d] - x[3 * i + d]) * (v_after[d] - v_before[d]);
+    if (w->potential_force) /* the forces with a potential hold their share of the lag too */
+        for (int d = 0; d < 3; d++) e += 0.5 * w->potential_h * w->potential_force[3 * i + d] * (v_after[d] - v_before[d]);
     return e;
 }
 
