@@ -228,13 +228,11 @@ hsize_t csm_h5_rows(hid_t ds)
     return dims[0];
 }
 
-/* Rows [start, start + count) of an extendible dataset. */
 /* A 1-D dataset read a block of rows at a time (csm_rows_open, csm_rows_at): what is written at a
    log's end walks its frames' indexes this way, so that its memory does not grow with the frames. */
 int csm_rows_open(csm_rows *r, hid_t file, const char *path, hid_t type)
 {
     memset(r, 0, sizeof *r);
-    r->first = r->count = 0;
     r->ds = H5Lexists(file, path, H5P_DEFAULT) > 0 ? H5Dopen2(file, path, H5P_DEFAULT) : -1;
     r->type = type;
     r->size = H5Tget_size(type);
@@ -268,6 +266,7 @@ void csm_rows_close(csm_rows *r)
     r->buf = NULL;
 }
 
+/* Rows [start, start + count) of an extendible dataset. */
 int csm_h5_read(hid_t ds, hid_t type, hsize_t start, hsize_t count, void *buf)
 {
     if (count == 0) return 0;
