@@ -253,7 +253,10 @@ typedef struct csm_clustering {
 typedef struct csm_force {
     CSM_PLUGIN_HEAD;
     CSM_STAGE_FUNCTIONS;
-    /* NULL: none. Potential energy of a conservative force at the current state. */
+    /* NULL: none. Potential energy of a conservative force at the current state. Where it is set,
+       the diagnostics also call apply once more at the logged state, on forces cleared for it,
+       for the explicit step's lag (h/2) f . v (csm_diag.elastic_lag): apply must then depend on
+       the state alone. */
     double (*potential)(const struct csm_world *w, const void *state);
     const csm_log_field *fields;
 } csm_force;

@@ -358,8 +358,6 @@ void csm_sim_logged(csm_sim *sim)
     memset(w->C.flowed, 0, sizeof *w->C.flowed * (size_t)w->C.k);
 }
 
-/* The goal distances and strains of the last fit, and the energy the integrator's springs and
-   the volume terms store with the explicit step's lag, into d. */
 /* The share of the explicit step's lag that the forces with a potential hold: (h/2) sum_i f_i . v_i,
    their forces evaluated at the state (P.force is kept as the step left it). Symplectic Euler
    under a constant force f loses h^2 |f|^2 / 2m a step from kinetic + potential (a cube falling
@@ -387,6 +385,8 @@ static double potential_lag(csm_sim *sim, double h)
     return rc ? NAN : 0.5 * h * power;
 }
 
+/* The goal distances and strains of the last fit, and the energy the integrator's springs and
+   the volume terms store with the explicit step's lag, into d. */
 static void elastic_parts(csm_sim *sim, csm_diag *d)
 {
     csm_world *w = &sim->w;
