@@ -17,8 +17,9 @@ Columns
             run without one, over the energy the body was given: its mechanical energy at frame 0
             plus the most work the forces without a potential did (/diagnostics/work_external;
             for a log without it, the compress force's potential 1/2 s sum m (x - c)_axis^2 at
-            frame 0 minus at release). Colliders and plastic flow only take energy away, so a
-            ratio above 1 is energy the simulation created
+            frame 0 minus at release), plus the most that moving colliders gave
+            (-/diagnostics/dissipated_contact: a press's plates). Plastic flow and colliders at
+            rest only take energy away, so a ratio above 1 is energy the simulation created
   stable    no: status not ok, non-finite state, or energy ratio above 1
 """
 import argparse
@@ -109,6 +110,8 @@ def analyse(path):
         start = release or 0
         if "work_external" in d:
             budget += max(0.0, float(d["work_external"][:].max()))
+        if "dissipated_contact" in d:  # what moving colliders gave (a press's plates), < 0
+            budget += max(0.0, -float(d["dissipated_contact"][:].min()))
         elif force:
             obj = int(force.get("object", -1))
             sl = slice(None) if obj < 0 else (f["rest/object"][:] == obj)
