@@ -1,7 +1,7 @@
 /* A log's memory stays bounded as its frames are appended. Every frame is flushed, and HDF5's
    default chunk cache (1 MiB and 521 chunks a dataset) kept each chunk a run had written until it
-   filled: a small box's heap grew by about 480 bytes a frame, and would have for its first
-   hundred thousand frames (core/io/h5.c csm_h5_append_access). */
+   filled: this box's heap grew by 550 bytes a frame, and would have for its first hundred thousand
+   frames. The datasets now keep two chunks each (core/io/log.c csm_log_start_swmr). */
 #include "check.h"
 
 #include "csm.h"
