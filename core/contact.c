@@ -28,6 +28,7 @@ int csm_contacts_init(csm_contacts *c, const csm_contact_cfg *cfg, const csm_wor
     if (!(r > 0)) /* half the sampling spacing: neighbours at rest just touch */
         for (int32_t k = 0; k < w->nobjects; k++) r = fmax(r, 0.5 * w->object_spacing[k]);
     c->distance = 2.0 * r;
+    c->proxy_cull = 1;
     return 0;
 }
 
@@ -37,6 +38,8 @@ void csm_contacts_free(csm_contacts *c)
     free(c->normal);
     free(c->lambda);
     free(c->push);
+    free(c->reach);
+    free(c->frame0);
     free(c->cell_start);
     free(c->sorted);
     free(c->bucket);

@@ -108,6 +108,17 @@ typedef struct csm_contacts {
        that object and the time of its step */
     double outran, outran_time;
     int32_t outran_particle, outran_object;
+    /* cluster_proxies: what each pair needs to be left out of a pass (csm_proxies_project): the
+       particle where it was first looked at in the step and how far it could move from there,
+       with its cluster's frame, before it could reach the proxy; each cluster's frame then */
+    double *reach;              /* [8 npairs] x at the first look, and the margin (0: always look); the
+                                   particle's start in its cluster's rest space (x0 by the map at x0),
+                                   and 1 where that is inside the proxy */
+    double *frame0;             /* [12 k] per cluster: its frame's centre and map at the first look */
+    int64_t cap_reach, cap_frame0;
+    int proxy_looked;           /* 1 once the step's first pass has looked at every pair */
+    int proxy_cull;             /* 1 (the default): leave out the pairs the margins prove outside */
+    int64_t proxy_looks, proxy_left_out; /* pairs looked at and left out over the run */
     uint64_t proxy_epoch;       /* the clusters' epoch the proxies were built for */
     int32_t proxy_k;            /* the clusters the proxies were built for (0: none yet) */
 } csm_contacts;

@@ -118,6 +118,25 @@ static void proxy_frame(const csm_world *w, const double *x, int32_t cl, double 
     }
 }
 
+static double distance(const double a[3], const double b[3])
+{
+    double r[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+    return csm_v3_norm(r);
+}
+
+/* How far the point q of a proxy's rest space lies outside it, at least (0: inside or on it): the
+   proxy is the intersection of the sphere and the half-spaces, so q is at least as far from it
+   as from any one of them. */
+static double proxy_outside(const double *pr, const double q[3])
+{
+    double gap = csm_v3_norm(q) - pr[0];
+    for (int k = 0; k < (int)pr[1]; k++) {
+        const double *pl = &pr[5 + 4 * k];
+        gap = fmax(gap, csm_v3_dot(pl, q) - pl[3]);
+    }
+    return fmax(gap, 0.0);
+}
+
 /* Where the segment q0 -> q1 of a proxy's rest space enters it, q1 inside: the latest of the
    times at which it enters the sphere and each half-space (the proxy is their intersection, so
    the segment is inside from then on); -1 when q0 is inside already. */
@@ -176,7 +195,8 @@ static int passing(const double rel[3], const double x0[3], const double com0[3]
 
 /* Where the proxy of cl, standing in the world at x-bar + M p, pushes x out to: D = that point
    minus x (zero when x is outside); returns |D|. A particle that was outside the proxy at the
-   step's start (x0 in the frame x-bar0 + M0 p, Minv0 its inverse; x0 NULL: not known) goes back
+   step's start (x0, about the cluster's centre com0 then; start: x0 in the rest space by the map at
+   x0, and 1 where that is inside; x0 NULL: not known) goes back
    to where its path relative to the cluster entered it, the side it came from: through the
    nearest face, a particle that crossed more than half the proxy in one step would come out
    ahead of where it went in, faster than it came, with the cluster thrown back (energy created;
@@ -185,7 +205,7 @@ static int passing(const double rel[3], const double x0[3], const double com0[3]
    each passed through each other). One inside already leaves by the nearest face (Jones et al.
    2015). */
 static double proxy_push(const double *pr, const double com[3], const double M[9], const double Minv[9],
-                         const double x[3], const double *x0, const double *com0, const double *Minv0, double d,
+                         const double x[3], const double *x0, const double *com0, const double *start, double d,
                          double D[3])
 {
     double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3], out[3], y[3];
@@ -194,11 +214,10 @@ static double proxy_push(const double *pr, const double com[3], const double M[9
     int inside = proxy_exit(pr, local, 0.0, out) > 0;
     if (!inside && (!x0 || !passing(rel, x0, com0, d))) return 0;
     if (x0) {
-        double rel0[3] = {x0[0] - com0[0], x0[1] - com0[1], x0[2] - com0[2]}, local0[3];
-        csm_m3_mul_v3(Minv0, rel0, local0);
-        double t = inside                                    ? proxy_entry(pr, local0, local)
-                   : proxy_exit(pr, local0, 0.0, NULL) > 0 ? -1.0 /* it started inside and left */
-                                                             : proxy_clip(pr, local0, local, 0.0);
+        const double *local0 = start;
+        double t = inside         ? proxy_entry(pr, local0, local)
+                   : start[3] > 0 ? -1.0 /* it started inside and left */
+                                  : proxy_clip(pr, local0, local, 0.0);
         if (!inside && !(t >= 0)) return 0; /* it stayed outside */
         if (t >= 0)
             for (int e = 0; e < 3; e++) out[e] = local0[e] + t * (local[e] - local0[e]);
@@ -394,7 +413,36 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
         kept++;
     }
     c->npairs = kept;
+    c->proxy_looked = 0;
+    if (csm_grow((void **)&c->reach, &c->cap_reach, 8 * (int64_t)c->npairs, sizeof *c->reach) ||
+        csm_grow((void **)&c->frame0, &c->cap_frame0, 12 * (int64_t)k, sizeof *c->frame0))
+        return -1;
+    for (int32_t q = 0; q < c->npairs; q++) { /* each particle's start in its cluster's rest space, fixed for the step */
+        int32_t i = c->pair[2 * q], cl = c->pair[2 * q + 1];
+        const double *b = &c->body[BODY_STRIDE * cl], *a = &x0[3 * i];
+        double rel0[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]}, *start = &c->reach[8 * q + 4];
+        csm_m3_mul_v3(&b[17], rel0, start);
+        start[3] = proxy_exit(&c->proxy[PROXY_STRIDE * cl], start, 0.0, NULL) > 0;
+    }
     return csm_contacts_pairs_ready(c);
+}
+
+/* How far a particle at x outside the proxy of a cluster in the frame (com, M = Minv^-1) can move,
+   with the frame held, before proxy_push could push it: its rest space's distance to the proxy
+   times the least stretch of M (at least 1 / |Minv|_F), and, where the push follows the path
+   from x0 (the cluster's centre com0 then), what is left of d before its travel relative to the
+   cluster reaches d (passing). 0 when it could be pushed now. */
+static double proxy_margin(const double *pr, const double com[3], const double Minv[9], const double x[3],
+                           const double *x0, const double *com0, double d)
+{
+    double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3];
+    csm_m3_mul_v3(Minv, rel, local);
+    double f = csm_m3_frobenius(Minv), margin = f > 0 ? proxy_outside(pr, local) / f : 0.0;
+    if (x0) {
+        double t[3] = {rel[0] - (x0[0] - com0[0]), rel[1] - (x0[1] - com0[1]), rel[2] - (x0[2] - com0[2])};
+        margin = fmin(margin, d - csm_v3_norm(t));
+    }
+    return fmax(margin, 0.0);
 }
 
 /* The body's inverse mass along u for a push at r from its centre: 1/M + (r x u) . I^-1 (r x u). */
@@ -429,20 +477,42 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
     const double *im = w->P.inv_mass;
     double mu = c->x0 ? c->cfg.friction : 0.0;
     int rigid = c->cfg.reaction == CSM_REACTION_RIGID;
-    for (int32_t pass = 0; pass < c->cfg.passes; pass++)
+    for (int32_t pass = 0; pass < c->cfg.passes; pass++) {
         for (int32_t q0 = 0, q1; q0 < c->npairs; q0 = q1) {
             int32_t cl = c->pair[2 * q0 + 1];
             q1 = group_end(c, q0);
             const double *pr = &c->proxy[PROXY_STRIDE * cl], *b = &c->body[BODY_STRIDE * cl];
-            double com[3], M[9], Minv[9], P[3] = {0, 0, 0}, T[3] = {0, 0, 0};
+            double com[3], M[9], Minv[9], P[3] = {0, 0, 0}, T[3] = {0, 0, 0}, *f0 = &c->frame0[12 * cl], moved = 0;
             int moves = rigid && b[16] > 0, active = 0;
             proxy_frame(w, x, cl, com, M, Minv);
+            if (!c->proxy_looked) {
+                memcpy(f0, com, sizeof com);
+                memcpy(&f0[3], M, sizeof M);
+            } else { /* how far any point of the proxy (within its sphere) moved since the first look */
+                double dM[9];
+                for (int e = 0; e < 9; e++) dM[e] = M[e] - f0[3 + e];
+                moved = distance(com, f0) + csm_m3_frobenius(dM) * pr[0];
+            }
             for (int32_t q = q0; q < q1; q++) {
                 int32_t i = c->pair[2 * q];
-                const double *x0i = c->x0 ? &c->x0[3 * i] : &x[3 * i];
-                double *D = &c->push[4 * q];
-                D[3] = proxy_push(pr, com, M, Minv, &x[3 * i], c->x0 && rigid ? x0i : NULL, b, &b[17], c->distance, D);
+                const double *x0i = c->x0 ? &c->x0[3 * i] : &x[3 * i], *path = c->x0 && rigid ? x0i : NULL;
+                double *D = &c->push[4 * q], *reach = &c->reach[8 * q];
+                /* Left out where it cannot be pushed: a pair not pushed yet in the step whose
+                   particle and proxy together moved less than its margin since the first look
+                   (proxy_margin) is still outside, and proxy_push would give it nothing. Most
+                   candidates of a resting stack are (test_proxy_margins_change_nothing). */
+                if (c->proxy_looked && c->proxy_cull && reach[3] > 0 && c->lambda[2 * q] == 0 &&
+                    distance(&x[3 * i], reach) + moved < 0.99 * reach[3] - 1e-9 * pr[0]) {
+                    D[0] = D[1] = D[2] = D[3] = 0;
+                    c->proxy_left_out++;
+                    continue;
+                }
+                D[3] = proxy_push(pr, com, M, Minv, &x[3 * i], path, b, &reach[4], c->distance, D);
+                c->proxy_looks++;
                 active += D[3] > 0 && im[i] > 0;
+                if (c->proxy_looked) continue;
+                memcpy(reach, &x[3 * i], 3 * sizeof *reach);
+                reach[3] = D[3] > 0 ? 0.0 : proxy_margin(pr, com, Minv, &x[3 * i], path, b, c->distance);
             }
             for (int32_t q = q0; q < q1; q++) {
                 int32_t i = c->pair[2 * q];
@@ -460,11 +530,10 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                     body_impulse(r, J, P, T);
                     lam[0] += l;
                 }
-                if (mu > 0 && lam[0] > 0 && im[i] > 0) { /* Coulomb friction on the slip against the cluster's material point
+                if (mu > 0 && lam[0] > 0 && im[i] > 0 && mu * lam[0] > lam[1]) { /* Coulomb friction on the slip against the cluster's material point
                                                             under the particle at the step's start (after Macklin et al. 2014 Sec 6.1) */
-                    double rel0[3] = {x0i[0] - b[0], x0i[1] - b[1], x0i[2] - b[2]}, local0[3], under[3], slip[3];
-                    csm_m3_mul_v3(&b[17], rel0, local0);
-                    csm_m3_mul_v3(M, local0, under);
+                    double under[3], slip[3];
+                    csm_m3_mul_v3(M, &c->reach[8 * q + 4], under);
                     for (int e = 0; e < 3; e++) slip[e] = xi[e] - (com[e] + under[e]);
                     double sn = csm_v3_dot(slip, nq);
                     for (int e = 0; e < 3; e++) slip[e] -= sn * nq[e];
@@ -483,8 +552,11 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                     body_impulse(r, J, P, T);
                 }
             }
-            if (moves) body_move(c, C, b, cl, P, T, x);
+            if (moves && (P[0] != 0 || P[1] != 0 || P[2] != 0 || T[0] != 0 || T[1] != 0 || T[2] != 0))
+                body_move(c, C, b, cl, P, T, x);
         }
+        c->proxy_looked = 1;
+    }
 }
 
 /* The deepest push out of a proxy, in the world, over the listed candidates at positions x. */
