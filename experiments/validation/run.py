@@ -5,7 +5,9 @@ build/csm -o DIR).
 
 The cases, each a 4 x 0.4 x 0.4 m bar clamped at x = 0 (a pinned 0.2 m block behind the face):
 - cantilever.yaml: tip deflection under gravity, nu = 0 and 0.3, across cluster counts, with
-  the energy of each run named: continuum (the default) and goals (the papers');
+  the energy of each run named: continuum (the default) and goals (the papers'), and across
+  particle spacings at 64 clusters (--spacings); each sweep against its own finest run, and
+  refinement.png, the tip against both;
 - stretch.yaml: 1 % axial strain under an end load, read in the middle half: sigma / eps against E
   and the lateral contraction against nu;
 - torsion.yaml: the twist per metre in the middle half under an end torque, against CalculiX and
@@ -215,11 +217,59 @@ def csm_swing(f):
     return hz, mean, 1.0 - ratio**2
 
 
+def settled(tips):
+    """Whether a sweep's tip deflections (coarsest first) have settled: every run within 3 % of the
+    finest, and no sign change in the last three successive differences (or all of them within
+    1 %). Returns that and the largest deviation from the finest."""
+    finest = tips[-1]
+    worst = max(abs(t / finest - 1) for t in tips)
+    d = np.diff(tips)[-3:]
+    monotone = bool(np.all(d >= 0) or np.all(d <= 0))
+    small = bool(np.all(np.abs(np.asarray(tips[-4:]) / finest - 1) <= 0.01))
+    return worst <= 0.03 and (monotone or small), worst
+
+
+def refinement_plot(by_clusters, by_spacing, path):
+    """The cantilever's tip over CalculiX's against the cluster count (both energies) and against
+    the particle spacing (64 clusters)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.6), constrained_layout=True)
+    for energy, runs in by_clusters.items():
+        if runs:
+            ax[0].plot([c for c, _ in runs], [t for _, t in runs], "o-", label=f"energy: {energy}")
+    counts = sorted({c for runs in by_clusters.values() for c, _ in runs})
+    ax[0].set_xscale("log", base=2)
+    ax[0].set_xticks(counts, [str(c) for c in counts])
+    ax[0].minorticks_off()
+    ax[0].set_xlabel("clusters (spacing 0.1 m)")
+    runs = sorted(by_spacing)
+    ax[1].plot([s for s, _ in runs], [t for _, t in runs], "o-", label="energy: continuum")
+    ax[1].set_xscale("log")
+    ax[1].set_xticks([s for s, _ in runs], [f"{s:.3g}" for s, _ in runs])
+    ax[1].minorticks_off()
+    ax[1].invert_xaxis()
+    ax[1].set_xlabel("particle spacing (m), 64 clusters")
+    for a in ax:
+        a.axhline(1.0, color="k", lw=0.8)
+        a.axhspan(0.97, 1.03, color="0.9", zorder=0, label="within 3 %")
+        a.set_ylabel("tip / CalculiX")
+        a.set_ylim(0.4, 1.2)
+        a.legend(loc="lower right", fontsize=8)
+    fig.suptitle("cantilever 4 x 0.4 x 0.4 m, E = 3e8 Pa, ν = 0, under gravity: csm against CalculiX C3D20R")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--csm", default="build/csm")
     ap.add_argument("-o", "--out", default="out/validation")
-    ap.add_argument("--clusters", default="32,64,128")
+    ap.add_argument("--clusters", default="32,64,128",
+                    help="the cantilever's cluster counts at the config's spacing (0.1 m)")
+    ap.add_argument("--spacings", default="0.1",
+                    help="the cantilever's particle spacings at 64 clusters, each dividing 0.2 m (0.1, 1/15, 0.05, 0.025)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     out = lambda name: os.path.join(args.out, name)  # noqa: E731
@@ -233,14 +283,30 @@ def main():
     cant = load("cantilever.yaml")
     ref = {nu: fem_cantilever(cant, out(f"ccx_cantilever_{nu}"), nu=nu) for nu in (0.0, 0.3)}
     finer = fem_cantilever(cant, out("ccx_cantilever_fine"), cells=6)
+    by_clusters = {"continuum": [], "goals": []}
     for energy in ("continuum", "goals"):
         for c in args.clusters.split(","):
             f = csm_run(args.csm, "cantilever.yaml", out(f"cantilever_{energy}_{c}.h5"),
                         [f"clustering.count={c}", f"solver.energy={energy}"])
             tip, side = csm_tip(f)
+            by_clusters[energy].append((int(c), tip / ref[0.0]))
             row("cantilever ν = 0", energy, c, "tip deflection (m)", f"{tip:.5f}", f"{ref[0.0]:.5f}",
                 f"{tip / ref[0.0]:.3f}", "3 %")
             row("cantilever ν = 0", energy, c, "sideways / vertical", f"{side / tip:.2e}", "0", "", "")
+    by_spacing = []
+    for sp in args.spacings.split(","):
+        same = abs(float(sp) - 0.1) < 1e-12 and "64" in args.clusters.split(",")  # the config's own: run above
+        f = h5py.File(out("cantilever_continuum_64.h5"), "r") if same else csm_run(
+            args.csm, "cantilever.yaml", out(f"cantilever_spacing_{float(sp):.4f}.h5"), [f"objects.0.sampling.spacing={sp}"])
+        tip, side = csm_tip(f)
+        by_spacing.append((float(sp), tip / ref[0.0]))
+        row("cantilever ν = 0", "continuum", f"64, spacing {float(sp):.4g} m", "tip deflection (m)", f"{tip:.5f}",
+            f"{ref[0.0]:.5f}", f"{tip / ref[0.0]:.3f}", "3 %")
+    for name, runs in (("clusters", by_clusters["continuum"]), ("spacing", sorted(by_spacing, reverse=True))):
+        ok, worst = settled([t for _, t in runs])
+        row("cantilever ν = 0, refined", "continuum", name, "largest deviation from the finest run",
+            f"{worst:.1%}", "", "settled" if ok else "not settled", "3 %, no sign changes in the last three differences")
+    refinement_plot(by_clusters, by_spacing, out("refinement.png"))
     f = csm_run(args.csm, "cantilever.yaml", out("cantilever_nu03.h5"), ["solver.poisson=0.3"])
     tip, side = csm_tip(f)
     row("cantilever ν = 0.3", "continuum", 64, "tip deflection (m)", f"{tip:.5f}", f"{ref[0.3]:.5f}",
