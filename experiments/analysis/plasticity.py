@@ -108,10 +108,10 @@ def analyse(path):
         floor = pe.min()
         budget = ke[0] + pe[0] - floor
         start = release or 0
-        if "work_external" in d:
-            budget += max(0.0, float(d["work_external"][:].max()))
         if "dissipated_contact" in d:  # what moving colliders gave (a press's plates), < 0
             budget += max(0.0, -float(d["dissipated_contact"][:].min()))
+        if "work_external" in d:
+            budget += max(0.0, float(d["work_external"][:].max()))
         elif force:
             obj = int(force.get("object", -1))
             sl = slice(None) if obj < 0 else (f["rest/object"][:] == obj)
