@@ -213,8 +213,8 @@ clean-figures:
 
 # csm against a finite-element code (CalculiX, Debian's calculix-ccx) and textbook formulas:
 # experiments/validation/. The cantilever is refined over VALIDATION_CLUSTERS at spacing 0.1 m and
-# over VALIDATION_SPACINGS at 64 clusters (each dividing 0.2 m; 0.05 adds about an hour on two
-# cores, 0.025 many more).
+# over VALIDATION_SPACINGS at 64 clusters (each dividing 0.2 m; 1/15 took 17 min on one core,
+# 0.05 took 32, 0.025 would take many hours).
 VALIDATION_CLUSTERS ?= 32,64,128
 VALIDATION_SPACINGS ?= 0.1,0.0666666666666667
 validation: build
