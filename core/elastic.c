@@ -106,6 +106,31 @@ static void basis(const double p[3], const double mean[6], double t[9], double J
     J[24 + 0] = p[2], J[24 + 2] = p[0];
 }
 
+/* The compressible neo-Hookean solid of the finite-element codes (solver.material: neo_hookean;
+   CalculiX's and Abaqus's *HYPERELASTIC, NEO HOOKE with C10 = mu / 2 and D1 = 2 / kappa), at the
+   elastic gradient G:
+       psi = mu / 2 (J^-2/3 I1 - 3) + kappa / 2 (J - 1)^2,   I1 = |G|^2, J = det G,
+       P = d psi / d G = mu J^-2/3 (G - I1 / 3 G^-T) + kappa (J - 1) cof G,   G^-T = cof G / J.
+   At small strain it is mu |dev eps|^2 + kappa / 2 (tr eps)^2, linear elasticity with the corotated
+   energy's mu and nu. Under volume split (deviatoric) psi keeps its first term, the cluster's own
+   1/2 kappa V_c (det F_c - 1)^2 (kernel/volume.c) holding the volume. The first term's J^-2/3
+   reads J no smaller than NEO_J_FLOOR, so a point turned inside out keeps a finite energy (there
+   it is mu / 2 (NEO_J_FLOOR^-2/3 I1 - 3), still a function of G, and P its gradient). */
+#define NEO_J_FLOOR 0.1
+
+static double neo_hookean(const double G[9], double mu, double kappa, int deviatoric, double P[9])
+{
+    double cof[9], I1 = 0;
+    csm_m3_cofactor(G, cof);
+    for (int a = 0; a < 9; a++) I1 += G[a] * G[a];
+    double J = csm_m3_det(G), Jf = fmax(J, NEO_J_FLOOR), s = pow(Jf, -2.0 / 3.0);
+    double psi = 0.5 * mu * (s * I1 - 3.0), cI = J > NEO_J_FLOOR ? -mu * s * I1 / (3.0 * J) : 0.0;
+    double cV = deviatoric ? 0.0 : kappa * (J - 1.0);
+    if (!deviatoric) psi += 0.5 * kappa * (J - 1.0) * (J - 1.0);
+    for (int a = 0; a < 9; a++) P[a] = mu * s * G[a] + (cI + cV) * cof[a];
+    return psi;
+}
+
 /* The quadrature points of a membership: its particle's cell's (csm_cell_points) about p_j, each
    of 1 / cell_count of its volume; with no cells, p_j alone. */
 static int cell_count(const csm_clusters *C)
@@ -228,7 +253,8 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
     int32_t lo = C->offset[c], hi = C->offset[c + 1];
     double rho = csm_cluster_density(w, c), m_c, l_c;
     csm_elastic_lame(w, mu, c, &m_c, &l_c);
-    int deviatoric = w->volume == CSM_VOLUME_SPLIT;
+    int deviatoric = w->volume == CSM_VOLUME_SPLIT, neo = w->material == CSM_MATERIAL_NEO_HOOKEAN;
+    double kappa = l_c + 2.0 * m_c / 3.0; /* neo_hookean's bulk modulus (2 mu / 3 with no bulk_modulus: nu 0) */
     /* the fit: B = sum w m (x - xbar) q~^T, A~ = B A~_qq^-1 (Müller 2005 report Sec 4) */
     double B[27] = {0}, A[27], S = 0;
     for (int32_t j = lo; j < hi; j++) {
@@ -292,22 +318,28 @@ double csm_elastic_cluster(const csm_world *w, int32_t c, const double *x, const
             /* the member's own rotation, warm-started from the cluster's: psi is a function of G alone */
             memcpy(q[l], q0, sizeof q[l]);
         }
-        csm_polar3_warm_lanes(w->svd, n, (const double(*)[9])Ge, q, Ri);
+        if (!neo) csm_polar3_warm_lanes(w->svd, n, (const double(*)[9])Ge, q, Ri);
         for (int l = 0; l < n; l++) {
-            double S[9], P[9], Pe[9], vol = vols[l];
+            double P[9], Pe[9], vol = vols[l];
             const double *Jl = J[l];
-            csm_m3_mul_at(Ri[l], Ge[l], S);
-            double tr = S[0] + S[4] + S[8] - 3.0, dev = 0;
-            for (int r = 0; r < 3; r++)
-                for (int b = 0; b < 3; b++) {
-                    double e = S[3 * r + b] - (r == b);
-                    dev += e * e;
-                }
-            /* corotated linear elasticity: mu |S - 1|^2 + lambda / 2 (tr S - 3)^2, or its deviatoric
-               part mu (|S - 1|^2 - (tr S - 3)^2 / 3); P = dpsi / dG^e */
-            double psi = deviatoric ? m_c * (dev - tr * tr / 3.0) : m_c * dev + 0.5 * l_c * tr * tr;
-            double cR = deviatoric ? -2.0 * m_c * tr / 3.0 : l_c * tr;
-            for (int a = 0; a < 9; a++) Pe[a] = 2.0 * m_c * (Ge[l][a] - Ri[l][a]) + cR * Ri[l][a];
+            double psi;
+            if (neo) {
+                psi = neo_hookean(Ge[l], m_c, kappa, deviatoric, Pe);
+            } else {
+                double S[9];
+                csm_m3_mul_at(Ri[l], Ge[l], S);
+                double tr = S[0] + S[4] + S[8] - 3.0, dev = 0;
+                for (int r = 0; r < 3; r++)
+                    for (int b = 0; b < 3; b++) {
+                        double e = S[3 * r + b] - (r == b);
+                        dev += e * e;
+                    }
+                /* corotated linear elasticity: mu |S - 1|^2 + lambda / 2 (tr S - 3)^2, or its deviatoric
+                   part mu (|S - 1|^2 - (tr S - 3)^2 / 3); P = dpsi / dG^e */
+                psi = deviatoric ? m_c * (dev - tr * tr / 3.0) : m_c * dev + 0.5 * l_c * tr * tr;
+                double cR = deviatoric ? -2.0 * m_c * tr / 3.0 : l_c * tr;
+                for (int a = 0; a < 9; a++) Pe[a] = 2.0 * m_c * (Ge[l][a] - Ri[l][a]) + cR * Ri[l][a];
+            }
             E += vol * psi;
             if (plastic) csm_m3_mul_bt(Pe, Fpi, P); /* dpsi / dG = P^e F^p^-T */
             else memcpy(P, Pe, sizeof P);

@@ -149,6 +149,7 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
     w->energy = cfg->energy;
     w->stabilization = cfg->stabilization;
     w->gradient = cfg->gradient;
+    w->material = cfg->material;
     csm_integrator_traits springs;
     csm_integrator_describe(&cfg->integrator, &springs);
     w->spring_alpha = springs.alpha;

@@ -272,6 +272,10 @@ enum { CSM_VOLUME_AUTO, CSM_VOLUME_COUPLED, CSM_VOLUME_SPLIT };
    their quadratic fit, or the papers' shape-matching springs 1/2 k sum w m |x - g|^2. */
 enum { CSM_ENERGY_CONTINUUM, CSM_ENERGY_GOALS };
 enum { CSM_GRADIENT_CONSISTENT, CSM_GRADIENT_FIT };
+/* solver.material: the continuum energy's density per quadrature point (elastic.c): corotated linear
+   elasticity, or the compressible neo-Hookean solid of the finite-element codes (isochoric and
+   volumetric parts apart). */
+enum { CSM_MATERIAL_COROTATED, CSM_MATERIAL_NEO_HOOKEAN };
 /* solver.lanes: whose sums share a vector in a fit (core/kernel/lanes.c). MEMBERS: 8 members of one cluster,
    summed across the lanes at the end; CLUSTERS: one cluster per lane, its members summed in order;
    AUTO: CLUSTERS for blocks of small clusters of about equal size, MEMBERS otherwise. */
@@ -310,6 +314,7 @@ typedef struct csm_world {
     double bulk_modulus;         /* kappa (Pa) of the split volume term; 0: the coupled springs' own (core/kernel/volume.c) */
     int energy;                  /* CSM_ENERGY_*: what a modulus's clusters store (solver.energy, elastic.c) */
     int gradient;                /* CSM_GRADIENT_*: the continuum energy's gradients corrected (solver.gradient) */
+    int material;                /* CSM_MATERIAL_*: the continuum energy's density (solver.material, elastic.c) */
     double stabilization;        /* theta: the continuum energy's spring on what its fit cannot follow, as a
                                     share of the stiffness bound k_c (solver.stabilization, elastic.c) */
     int fit_energy;              /* set by an integrator while its fits are to give the elastic energy's goals

@@ -352,7 +352,7 @@ static int load(const char *path, const char *text, const char *const *overrides
     {
         csm_node *rot = csm_node_get(solver, "rotation");
         static const char *const common[] = {"rotation", "svd",   "mode",  "beta",    "conserve", "volume",
-                                             "bulk_modulus", "energy", "stabilization", "gradient", "young", "poisson", "lanes",
+                                             "bulk_modulus", "energy", "stabilization", "gradient", "material", "young", "poisson", "lanes",
                                              NULL};
         if (csm_section_plugin(solver, "solver", CSM_KIND_INTEGRATOR, "integrator", "shape_matching",
                                  common, &cfg->integrator, err))

@@ -107,6 +107,7 @@ typedef struct csm_config {
     int energy;               /* CSM_ENERGY_* (solver.energy) */
     double stabilization;     /* solver.stabilization */
     int gradient;             /* CSM_GRADIENT_* (solver.gradient) */
+    int material;             /* CSM_MATERIAL_* (solver.material) */
     double young, poisson;    /* solver.young (0: not given) and solver.poisson */
     int lanes;                /* CSM_LANES_* (solver.lanes) */
     csm_plugin_cfg *forces, *colliders;

@@ -214,6 +214,12 @@ const csm_param_spec csm_solver_common_params[] = {
                "and the surface's take the stress times its area: a uniform strain is exact, the patch test of "
                "finite elements, after Chen et al. 2013's variationally consistent integration) or fit (the "
                "quadratic fits' own gradients, whose forces under a uniform stress do not balance inside the body)"),
+    CSM_P_ENUM(csm_config, material, CSM_MATERIAL_COROTATED, "corotated|neo_hookean",
+               "with energy continuum: the strain energy per volume at each quadrature point, of the fitted field's "
+               "gradient F, J = det F: corotated (mu |S - 1|^2 + lambda / 2 (tr S - 3)^2, S the stretch of F's "
+               "polar decomposition) or neo_hookean (mu / 2 (J^-2/3 tr(F^T F) - 3) + kappa / 2 (J - 1)^2, the "
+               "finite-element codes' compressible neo-Hookean solid, kappa the bulk modulus; under volume split "
+               "its first term alone). Both are linear elasticity with the same mu and nu at small strain"),
     CSM_P_REAL(csm_config, young, 0, 0, 1e15,
                "Young's modulus E (Pa): sets the integrator's modulus to mu = E / (2 (1 + nu)) and bulk_modulus to "
                "E / (3 (1 - 2 nu)) (0: give modulus instead)"),
