@@ -316,7 +316,7 @@ const csm_integrator csm_integrator_shape_matching = {
     .version = 4,
     .name = "shape_matching",
     .summary = "Müller 2005: springs towards the cluster goals, symplectic Euler (Algorithm 1 without lines 4-7)"
-               "; with a modulus, the energy of solver.energy (continuum: corotated linear elasticity of E and nu)",
+               "; with a modulus, the energy of solver.energy (continuum: solver.material of E and nu, corotated linear elasticity by default)",
     .params = shape_matching_params,
     .create = step_create,
     .step = step,
@@ -343,7 +343,7 @@ const csm_integrator csm_integrator_strain_limited = {
     .version = 4,
     .name = "strain_limited",
     .summary = "Bargteil-Jones 2014 Algorithm 1: shape-matching springs, then Jacobi strain limiting with gamma"
-               "; with a modulus, the energy of solver.energy (continuum: corotated linear elasticity of E and nu)",
+               "; with a modulus, the energy of solver.energy (continuum: solver.material of E and nu, corotated linear elasticity by default)",
     .params = strain_limited_params,
     .create = step_create,
     .step = step,

@@ -481,7 +481,7 @@ const csm_integrator csm_integrator_projective_dynamics = {
     .name = "projective_dynamics",
     .summary = "Bouaziz et al. 2014: implicit Euler by local (rotations) / global (one prefactored sparse "
                "Cholesky, cluster centres as unknowns) iterations to a tolerance, of the energy of solver.energy "
-               "(continuum: corotated linear elasticity of E and nu)",
+               "(continuum: solver.material of E and nu, corotated linear elasticity by default)",
     .params = pd_table,
     .create = pd_create,
     .step = pd_step,

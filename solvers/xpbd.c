@@ -193,8 +193,8 @@ const csm_integrator csm_integrator_xpbd = {
     .version = 4,
     .name = "xpbd",
     .summary = "Macklin et al. 2016: compliant membership constraints from the modulus, their multipliers held at "
-               "the constraints, mass-scaled Jacobi steps over particles (momentum kept at every iterate), towards implicit Euler of the energy of solver.energy (continuum: corotated linear "
-               "elasticity of E and nu) as the iterations grow",
+               "the constraints, mass-scaled Jacobi steps over particles (momentum kept at every iterate), towards implicit Euler of the energy of solver.energy (continuum: solver.material of E "
+               "and nu, corotated linear elasticity by default) as the iterations grow",
     .params = xpbd_table,
     .create = xpbd_create,
     .step = xpbd_step,

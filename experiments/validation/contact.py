@@ -158,7 +158,7 @@ def main():
     for e in (0, 0.5, 0.9, 1):
         f = run(args.csm, "headon.yaml", out("headon.h5"), [f"contact.restitution={e}"])
         va, vb = centre(f, 0, 0, "frames/velocities"), centre(f, 1, 0, "frames/velocities")
-        m, o = f["rest/mass"][:], f["rest/object"][:]
+        m = f["rest/mass"][:]
         v = f["frames/velocities"]
         p0, p1 = float(np.sum(m * v[0][:, 0])), float(np.sum(m * v[-1][:, 0]))
         parted = (vb[-1] - va[-1]) / (va[0] - vb[0])

@@ -44,8 +44,11 @@ def write_list(f, ids, per=16):
         f.write(", ".join(str(i) for i in ids[k:k + per]) + "\n")
 
 
-def deck(path, nodes, elems, young, poisson, density, sets, steps, element="C3D20R"):
-    """Write a ccx input deck: the mesh, node sets {name: ids}, the material, and the step texts."""
+def deck(path, nodes, elems, young, poisson, density, sets, steps, element="C3D20R", material="elastic"):
+    """Write a ccx input deck: the mesh, node sets {name: ids}, the material, and the step texts.
+    material "elastic" is *ELASTIC (St Venant-Kirchhoff under NLGEOM); "neo_hookean" is
+    *HYPERELASTIC, NEO HOOKE with C10 = mu / 2 and D1 = 2 / kappa, the energy
+    C10 (J^-2/3 I1 - 3) + (J - 1)^2 / D1 of csm's solver.material neo_hookean."""
     with open(path, "w") as f:
         f.write("*NODE, NSET=NALL\n")
         for i, p in enumerate(nodes, 1):
@@ -56,7 +59,12 @@ def deck(path, nodes, elems, young, poisson, density, sets, steps, element="C3D2
         for name, ids in sets.items():
             f.write(f"*NSET, NSET={name}\n")
             write_list(f, ids)
-        f.write("*MATERIAL, NAME=M\n*ELASTIC\n" f"{young:.12g}, {poisson:.12g}\n*DENSITY\n{density:.12g}\n")
+        if material == "neo_hookean":
+            mu, kappa = young / (2 * (1 + poisson)), young / (3 * (1 - 2 * poisson))
+            law = f"*HYPERELASTIC, NEO HOOKE\n{mu / 2:.12g}, {2 / kappa:.12g}\n"
+        else:
+            law = f"*ELASTIC\n{young:.12g}, {poisson:.12g}\n"
+        f.write("*MATERIAL, NAME=M\n" + law + f"*DENSITY\n{density:.12g}\n")
         f.write("*SOLID SECTION, ELSET=EALL, MATERIAL=M\n")
         for s in steps:
             f.write(s)

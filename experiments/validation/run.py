@@ -20,8 +20,11 @@ The cases, each a 4 x 0.4 x 0.4 m bar clamped at x = 0 (a pinned 0.2 m block beh
 - the same with solver.volume split (the deviatoric energy and each cluster's volume term
   1/2 kappa V_c (det F_c - 1)^2), 2 % and 20 %: Poisson's ratio, and the lateral stretch against
   that material's own homogeneous answer (split_stretch);
+- the same with solver.material neo_hookean, 20 %: the lateral stretch against the neo-Hookean
+  solid's own (neo_stretch) and CalculiX's NEO HOOKE;
 - bulge.yaml: the cube between plates that hold it, 2 % and 20 %, its bulge against CalculiX's
-  NLGEOM."""
+  NLGEOM (St Venant-Kirchhoff, another material at 20 %), and with solver.material neo_hookean
+  against CalculiX's NEO HOOKE, the same material."""
 import argparse
 import os
 import subprocess
@@ -96,7 +99,7 @@ def fem_cantilever(cfg, work, cells=4, nu=None, nlgeom=False):
     return float(np.mean(u[tip - 1, 1]))
 
 
-def fem_compression(E, nu, work, cells=4):
+def fem_compression(E, nu, work, cells=4, material="elastic"):
     """CalculiX's lateral stretch of a unit cube compressed 20 % between frictionless plates
     (NLGEOM): the plates' faces held in y, symmetry planes x = -0.5 and z = -0.5."""
     nodes, el = fem.box_mesh([-0.5, -0.5, -0.5], [0.5, 0.5, 0.5], [cells] * 3)
@@ -105,7 +108,7 @@ def fem_compression(E, nu, work, cells=4):
     step = ("*STEP, NLGEOM, INC=100\n*STATIC\n0.1, 1.\n*BOUNDARY\nBOT, 2, 2, 0.\nTOP, 2, 2, -0.2\n"
             "XM, 1, 1, 0.\nZM, 3, 3, 0.\n*NODE PRINT, NSET=XP\nU\n*END STEP\n")
     os.makedirs(work, exist_ok=True)
-    fem.deck(os.path.join(work, "compression.inp"), nodes, el, E, nu, 1000.0, sets, [step])
+    fem.deck(os.path.join(work, "compression.inp"), nodes, el, E, nu, 1000.0, sets, [step], material=material)
     d = fem.displacements(fem.run(work, "compression"))
     return 1.0 + float(np.mean([d[i][0] for i in sets["XP"]]))
 
@@ -123,6 +126,23 @@ def split_stretch(E, nu, c):
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if dW(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def neo_stretch(E, nu, c):
+    """The lateral stretch s of the neo-Hookean solid (mu / 2 (J^-2/3 I1 - 3) + kappa / 2 (J - 1)^2,
+    solver.material neo_hookean) compressed to c between frictionless plates: where its lateral
+    Kirchhoff stress mu J^-2/3 (s^2 - I1 / 3) + kappa J (J - 1) vanishes, F = diag(s, c, s), by
+    bisection."""
+    mu, kappa = E / (2 * (1 + nu)), E / (3 * (1 - 2 * nu))
+
+    def tau(s):
+        J, I1 = s * s * c, c * c + 2 * s * s
+        return mu * J ** (-2 / 3) * (s * s - I1 / 3) + kappa * J * (J - 1)
+    lo, hi = 0.5, 1.5
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if tau(mid) < 0 else (lo, mid)
     return 0.5 * (lo + hi)
 
 
@@ -152,7 +172,7 @@ def fem_frequency(cfg, work, cells=4):
     return fem.eigenfrequencies(fem.run(work, "frequency"))[0]
 
 
-def fem_bulge(E, nu, strain, work, cells=6):
+def fem_bulge(E, nu, strain, work, cells=6, material="elastic"):
     """CalculiX's outward displacement of the centre of a side face (x = 0.5, y = z = 0) of a unit
     cube compressed by `strain` between plates that hold it (NLGEOM): the top and bottom faces
     held in x and z and moved together in y."""
@@ -165,7 +185,7 @@ def fem_bulge(E, nu, strain, work, cells=6):
             f"TOP, 1, 1, 0.\nTOP, 3, 3, 0.\nTOP, 2, 2, {-d}\n*NODE PRINT, NSET=CENTRE\nU\n*END STEP\n")
     os.makedirs(work, exist_ok=True)
     fem.deck(os.path.join(work, "bulge.inp"), nodes, el, E, nu, 1000.0,
-             {"BOT": on(1, -0.5), "TOP": on(1, 0.5), "CENTRE": centre}, [step])
+             {"BOT": on(1, -0.5), "TOP": on(1, 0.5), "CENTRE": centre}, [step], material=material)
     return float(fem.displacements(fem.run(work, "bulge"))[int(centre[0])][0])
 
 
@@ -383,6 +403,15 @@ def main():
         row(f"compression 20 %, ν = {nu}", "", "", "CalculiX NLGEOM (St Venant-Kirchhoff)", "", f"{svk:.4f}", "", "")
 
     for nu in (0.3, 0.45):
+        r, u = csm_static(csm_run(args.csm, "compression.yaml", out(f"compression_neo_{nu}.h5"),
+                                  [f"solver.poisson={nu}", "solver.material=neo_hookean"]))
+        lateral = 1 + 0.5 * sum(float(np.polyfit(r[:, k], u[:, k], 1)[0]) for k in (0, 2))
+        exact = neo_stretch(E, nu, 0.8)
+        neo = fem_compression(E, nu, out(f"ccx_compression_neo_{nu}"), material="neo_hookean")
+        row(f"compression 20 %, ν = {nu}, neo-Hookean", "continuum", 64, "lateral stretch",
+            f"{lateral:.5f}", f"{exact:.5f} (CalculiX {neo:.5f})", f"{(lateral - exact) / 0.2:+.3f} in ν", "0.02")
+
+    for nu in (0.3, 0.45):
         for strain in (0.02, 0.2):
             d = 0.5 * strain
             r, u = csm_static(csm_run(args.csm, "compression.yaml", out(f"compression_split_{nu}_{strain}.h5"), [
@@ -405,6 +434,20 @@ def main():
             ccx = fem_bulge(E, nu, strain, out(f"ccx_bulge_{nu}_{strain}"))
             row(f"bulge between holding plates, {strain:.0%}, ν = {nu}", "continuum", 64, "side face's centre out (m)",
                 f"{bulge:.5f}", f"{ccx:.5f} (NLGEOM)", f"{bulge / ccx:.3f}", "5 %")
+
+    # The same with the same material in both codes: csm's neo_hookean against CalculiX's NEO HOOKE.
+    for nu in (0.3, 0.45):
+        for strain in (0.02, 0.2):
+            d = 0.5 * strain
+            r, u = csm_static(csm_run(args.csm, "bulge.yaml", out(f"bulge_neo_{nu}_{strain}.h5"), [
+                f"solver.poisson={nu}", "solver.material=neo_hookean",
+                f"colliders.0.keyframes=[[0, 0, 0, 0], [0.2, 0, {d}, 0]]",
+                f"colliders.1.keyframes=[[0, 0, 0, 0], [0.2, 0, {-d}, 0]]"]))
+            centre = (np.abs(r[:, 0] - 0.5) < 1e-6) & (np.abs(r[:, 1]) < 1e-6) & (np.abs(r[:, 2]) < 1e-6)
+            bulge = float(np.mean(u[centre, 0]))
+            ccx = fem_bulge(E, nu, strain, out(f"ccx_bulge_neo_{nu}_{strain}"), material="neo_hookean")
+            row(f"bulge between holding plates, {strain:.0%}, ν = {nu}, neo-Hookean", "continuum", 64,
+                "side face's centre out (m)", f"{bulge:.5f}", f"{ccx:.5f} (NEO HOOKE)", f"{bulge / ccx:.3f}", "5 %")
 
     text = ("# Validation against CalculiX and the textbook\n\n"
             f"CalculiX C3D20R cantilever, ν = 0: {ref[0.0]:.6f} m (4 elements across), {finer:.6f} m (6 across).\n\n"
