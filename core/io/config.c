@@ -401,6 +401,16 @@ static int load(const char *path, const char *text, const char *const *overrides
                      csm_cfg_where(cfg->integrator.src, alpha->line, at, sizeof at));
             csm_note_once(msg);
         }
+        /* the material is the continuum energy's, which a modulus's clusters store */
+        for (int k = 0; csm_solver_common_params[k].key; k++) {
+            if (strcmp(csm_solver_common_params[k].key, "material") != 0 || !cv[k].given) continue;
+            if (cfg->energy == CSM_ENERGY_CONTINUUM && modulus && modulus->num > 0) break;
+            char at[256], msg[512];
+            snprintf(msg, sizeof msg, "csm: note: %s: solver.material is not used %s\n",
+                     csm_cfg_where(cfg->integrator.src, cv[k].line, at, sizeof at),
+                     cfg->energy != CSM_ENERGY_CONTINUUM ? "with solver.energy: goals" : "without a modulus (young)");
+            csm_note_once(msg);
+        }
         /* split goals are a similarity of the rigid fit; an integrator must project the volume */
         const csm_integrator *in = (const csm_integrator *)cfg->integrator.plugin;
         const char *why = cfg->mode != CSM_MODE_RIGID ? "needs solver.mode: rigid"
