@@ -56,6 +56,10 @@ expect 0 "sidecar: .*/q\"uo\\\\te.xmf" -- "$csm" run "$tmp/ok.yaml" -o "$tmp/q\"
 expect 2 "plain.h5: an HDF5 file, but not a csm log" -- "$csm" info "$tmp/plain.h5"
 expect 0 "bunny.yaml:[0-9]+: solver.alpha is not used when solver.modulus is set" -- \
     "$csm" check "$root/experiments/configs/bunny.yaml" --set solver.modulus=100
+expect 0 "solver.material is not used with solver.energy: goals" -- \
+    "$csm" check "$root/experiments/validation/bulge.yaml" --set solver.material=neo_hookean --set solver.energy=goals
+expect 0 "solver.material is not used without a modulus" -- \
+    "$csm" check "$root/experiments/configs/bunny.yaml" --set solver.material=neo_hookean
 expect 0 "conserve +none\|linear\|angular +default angular" -- "$csm" list
 expect 0 "modulus +real +default 0" -- "$csm" list
 expect 2 "cannot open the config" -- "$csm" check "$tmp/missing.yaml"

@@ -401,9 +401,12 @@ static int load(const char *path, const char *text, const char *const *overrides
                      csm_cfg_where(cfg->integrator.src, alpha->line, at, sizeof at));
             csm_note_once(msg);
         }
-        /* the material is the continuum energy's, which a modulus's clusters store */
+        /* the material is the continuum energy's, which a modulus's clusters store; the default's
+           note would fire on every logged config read back, which lists every key */
         for (int k = 0; csm_solver_common_params[k].key; k++) {
-            if (strcmp(csm_solver_common_params[k].key, "material") != 0 || !cv[k].given) continue;
+            if (strcmp(csm_solver_common_params[k].key, "material") != 0 || !cv[k].given ||
+                (int)cv[k].num == CSM_MATERIAL_COROTATED)
+                continue;
             if (cfg->energy == CSM_ENERGY_CONTINUUM && modulus && modulus->num > 0) break;
             char at[256], msg[512];
             snprintf(msg, sizeof msg, "csm: note: %s: solver.material is not used %s\n",
