@@ -348,7 +348,8 @@ void csm_contacts_project(csm_contacts *c, const csm_world *w, double *x)
         particles_project(c, w, x);
 }
 
-double csm_contacts_depth(const csm_contacts *c, const csm_world *w, const double *x)
+double csm_contacts_depth(const csm_contacts *c, const csm_world *w, const double *x, int32_t *pair)
 {
-    return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_depth(c, w, x) : particles_depth(c, w, x);
+    if (pair) *pair = -1;
+    return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_depth(c, w, x, pair) : particles_depth(c, w, x);
 }

@@ -152,6 +152,6 @@ int csm_contacts_bounce(csm_contacts *c, struct csm_world *w, double h);
 
 /* The deepest overlap over the listed pairs at positions x (0: none): d - |x_i - x_j| for
    particles, the distance a particle lies inside a cluster's proxy for cluster_proxies. */
-double csm_contacts_depth(const csm_contacts *c, const struct csm_world *w, const double *x);
+double csm_contacts_depth(const csm_contacts *c, const struct csm_world *w, const double *x, int32_t *pair);
 
 #endif

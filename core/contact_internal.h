@@ -22,7 +22,7 @@ int csm_contacts_pairs_ready(csm_contacts *c);
 /* contact.method: proxies (contact_proxies.c): csm_contacts_find, _project and _depth. */
 int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x);
 void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x);
-double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x);
+double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x, int32_t *pair);
 
 /* contact.normal surface (contact_surface.c): after the pairs are found, the patches that hold
    particles off other objects' surfaces, and the pairs they cover (positions x0: the step's

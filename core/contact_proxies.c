@@ -559,8 +559,9 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
     }
 }
 
-/* The deepest push out of a proxy, in the world, over the listed candidates at positions x. */
-double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x)
+/* The deepest push out of a proxy, in the world, over the listed candidates at positions x; its
+   pair into *pair (not NULL) where one was pushed. */
+double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x, int32_t *pair)
 {
     double deepest = 0;
     for (int32_t q0 = 0, q1; q0 < c->npairs; q0 = q1) {
@@ -568,9 +569,13 @@ double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double
         q1 = group_end(c, q0);
         double com[3], M[9], Minv[9], D[3];
         proxy_frame(w, x, cl, com, M, Minv);
-        for (int32_t q = q0; q < q1; q++)
-            deepest = fmax(deepest, proxy_push(&c->proxy[PROXY_STRIDE * cl], com, M, Minv, &x[3 * c->pair[2 * q]], NULL,
-                                               NULL, NULL, c->distance, D));
+        for (int32_t q = q0; q < q1; q++) {
+            double depth = proxy_push(&c->proxy[PROXY_STRIDE * cl], com, M, Minv, &x[3 * c->pair[2 * q]], NULL, NULL,
+                                      NULL, c->distance, D);
+            if (!(depth > deepest)) continue;
+            deepest = depth;
+            if (pair) *pair = q;
+        }
     }
     return deepest;
 }

@@ -309,6 +309,17 @@ void csm_sim_track_contact(csm_sim *sim, const csm_diag *d)
     sim->check_held = fmax(sim->check_held, held);
     note_most(sim, sim->check_contact0 - d->dissipated_contact, &sim->created);
     note_most(sim, d->energy_error - sim->check_error0, &sim->made);
+    /* a particle deeper inside another object's proxy than the contact distance at a frame's end
+       went into that body: resting contact keeps it within the proxy grown by d */
+    const csm_contacts *c = sim->constraints && sim->constraints->contact ? &sim->constraints->contacts : NULL;
+    if (c && c->cfg.method == CSM_CONTACT_PROXIES && d->contact_particle >= 0 && d->contact_depth > c->distance &&
+        d->contact_depth > sim->inside.value) {
+        const double *v = &sim->w.P.v[3 * d->contact_particle];
+        note_most(sim, d->contact_depth, &sim->inside);
+        sim->inside_particle = d->contact_particle;
+        sim->inside_object = csm_cluster_object(&sim->w, d->contact_cluster);
+        sim->inside_speed = csm_v3_norm(v);
+    }
 }
 
 int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
@@ -331,6 +342,16 @@ int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
         n = snprintf(text, size, "%s %.3g J by frame %d (t = %g s)%s, %.3g %% of the %.3g J the bodies held and were given%s",
                      what, m->value, m->frame, m->time, where, 100 * m->value / given, given, why);
     const csm_contacts *c = sim->constraints && sim->constraints->contact ? &sim->constraints->contacts : NULL;
+    if (sim->inside.value > 0 && n >= 0 && (size_t)n < size) {
+        int32_t i = sim->inside_particle;
+        n += snprintf(text + n, size - (size_t)n,
+                      "%sparticle %d of object %d lay %.3g m inside a proxy of object %d at frame %d (t = %g s), "
+                      "moving at %.3g m/s: deeper than the contact distance %.3g m, the contacts did not hold it "
+                      "out (time.substeps, solver.iterations, contact.passes)",
+                      n ? "; " : "", (int)i, (int)sim->w.P.object[i], sim->inside.value, (int)sim->inside_object,
+                      (int)sim->inside.frame, sim->inside.time, sim->inside_speed, c ? c->distance : 0.0);
+        m = &sim->inside;
+    }
     if (c && c->outran > 0 && n >= 0 && (size_t)n < size) {
         double h = sim->cfg->dt / sim->cfg->substeps;
         snprintf(text + n, size - (size_t)n,
@@ -445,6 +466,7 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     const csm_particles *P = &w->P;
     csm_clusters *C = &w->C;
     memset(d, 0, sizeof *d);
+    d->contact_particle = d->contact_cluster = -1;
     csm_fit_all(w, P->x);
     double M = 0;
     for (int32_t i = 0; i < P->n; i++) {
@@ -474,8 +496,11 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
     if (sim->constraints && sim->constraints->contact) {
         const csm_contacts *ct = &sim->constraints->contacts;
+        int32_t q;
         d->contact_pairs = ct->npairs;
-        d->contact_depth = csm_contacts_depth(ct, w, P->x);
+        d->contact_depth = csm_contacts_depth(ct, w, P->x, &q);
+        d->contact_particle = q >= 0 ? ct->pair[2 * q] : -1;
+        d->contact_cluster = q >= 0 ? ct->pair[2 * q + 1] : -1;
     }
     elastic_parts(sim, d);
     double energy = d->kinetic + d->potential + d->elastic + d->elastic_lag;

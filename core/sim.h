@@ -81,6 +81,11 @@ typedef struct csm_sim {
     int collider_worked, check_begun;
     double check_contact0, check_work0, check_error0, check_held;
     csm_most created, made;
+    /* cluster_proxies: the deepest a particle lay inside another object's proxy at a logged frame's
+       end, beyond the contact distance (0: never), its particle, that object and its speed */
+    csm_most inside;
+    int32_t inside_particle, inside_object;
+    double inside_speed;
     double *work_force, *force_before; /* [3 * work_cap]: those forces' sum, and scratch */
     double *potential_force;           /* [3n] the forces with a potential of the step (csm_world) */
     double *collider_before;           /* [6n] x and v before the colliders, for their work */
@@ -137,6 +142,8 @@ typedef struct csm_diag {
     double dissipated_contact;
     int32_t contact_pairs; /* the broad phase's pairs of the last step */
     double contact_depth;  /* m: the deepest overlap d - |x_i - x_j| over them (0: none) */
+    int32_t contact_particle, contact_cluster; /* cluster_proxies: the particle pushed deepest and the cluster
+                                                  whose proxy it lies in (-1: none) */
 } csm_diag;
 
 /* Fits every cluster at the current positions (so logged R and com describe the logged

@@ -530,7 +530,8 @@ static const char *headon =
    cubes' lattices slip into each other, their centres 0.05 m apart, no pair closer than d.) The
    same with cluster_proxies: a particle whose path relative to a cluster crosses its proxy over
    the step goes back to where it went in (at 30 m/s they passed through each other). Faster than
-   the particles' sweep holds whole, the run warns. */
+   the particles' sweep holds whole, the run warns; so does one whose particle ends a frame deeper
+   than d inside another object's proxy. */
 static void test_bodies_never_pass(void **state)
 {
     (void)state;
@@ -552,6 +553,7 @@ static void test_bodies_never_pass(void **state)
             run_frame(&r);
             closest = fmin(closest, closest_between_objects(&r.sim.w));
             csm_diagnostics(&r.sim, &diag);
+            csm_sim_track_contact(&r.sim, &diag);
             ke_max = fmax(ke_max, diag.kinetic);
             double cx[2] = {0, 0}, m[2] = {0, 0};
             for (int32_t i = 0; i < P->n; i++) {
@@ -569,8 +571,27 @@ static void test_bodies_never_pass(void **state)
         assert_true(dp < 1e-12 * 0.2 * speeds[k % 3]);
         assert_true(ke_max <= ke0 * (1 + 1e-12));
         if (k < 3) assert_true(r.sim.constraints->contacts.outran == 0); /* particles within their sweep: no warning */
+        assert_true(r.sim.inside.value == 0); /* no particle deeper than d in a proxy: no warning */
         run_stop(&r);
     }
+    /* With cluster_proxies at 60 m/s each, two particles get into the other cube: at a frame's end
+       one lies 0.09 m inside a proxy, deeper than the contact distance, and the run says so. */
+    const char *sixty[] = {"objects.0.velocity=[60, 0, 0]", "objects.1.velocity=[-60, 0, 0]", "time.frames=4",
+                           "contact.method=cluster_proxies"};
+    run s;
+    run_start_text(&s, "headon.yaml", headon, sixty, 4);
+    for (int f = 0; f < s.cfg.frames; f++) {
+        csm_diag diag;
+        run_frame(&s);
+        csm_diagnostics(&s.sim, &diag);
+        csm_sim_track_contact(&s.sim, &diag);
+    }
+    char inside[1200] = "";
+    assert_int_equal(csm_sim_contact_warning(&s.sim, inside, sizeof inside), 1);
+    printf("cluster_proxies, head-on at 60 m/s each: %s\n", inside);
+    assert_non_null(strstr(inside, "m inside a proxy of object"));
+    assert_non_null(strstr(inside, "deeper than the contact distance 0.05 m"));
+    run_stop(&s);
     /* Beyond the sweep's 512 contact distances a step (2,000 m/s each, 33 m a step) the run says so,
        with the particle, its speed and the object it passed near. */
     const char *fast[] = {"objects.0.velocity=[2000, 0, 0]", "objects.1.velocity=[-2000, 0, 0]", "time.frames=1"};
