@@ -25,8 +25,9 @@
    cells (the papers' equal masses) a member is its own point.
    (deviatoric, mu (|S_i - 1|^2 - (tr S_i - 3)^2 / 3), under volume split, whose own term holds the
    volume). That is solver.material corotated, the default; neo_hookean puts the finite-element
-   codes' compressible neo-Hookean density in its place (neo_hookean below), the rest unchanged. For small strain it is mu |eps|^2 + lambda / 2 (tr eps)^2 of linear elasticity, and it
-   is a function of the positions alone (each R_i is its own term's minimiser), so its forces are
+   codes' compressible neo-Hookean density in its place (neo_hookean below), the rest unchanged.
+   For small strain it is mu |eps|^2 + lambda / 2 (tr eps)^2 of linear elasticity, and it is a
+   function of the positions alone (each R_i is its own term's minimiser), so its forces are
    exactly conservative at any strain. Plus a spring of stiffness s k_c on the residual
    r_i = x_i - xbar - A~ q~_i the basis cannot follow, so that no motion is free of energy (the
    hourglass control of one-point finite elements), s k_c = theta k_mu with theta =

@@ -521,6 +521,23 @@ static const char *headon =
     "solver: {integrator: strain_limited, alpha: 1, gamma: 0, iterations: 20}\n"
     "contact: {method: particles, friction: 0}\n";
 
+/* The headon cubes with sets, each frame's end tracked as csm run tracks it: the run's warning,
+   which there must be. */
+static void headon_warning(const char *const *sets, int nsets, char *warning, size_t size)
+{
+    run r;
+    run_start_text(&r, "headon.yaml", headon, sets, nsets);
+    for (int f = 0; f < r.cfg.frames; f++) {
+        csm_diag diag;
+        run_frame(&r);
+        csm_diagnostics(&r.sim, &diag);
+        csm_sim_track_contact(&r.sim, &diag);
+    }
+    warning[0] = 0;
+    assert_int_equal(csm_sim_contact_warning(&r.sim, warning, size), 1);
+    run_stop(&r);
+}
+
 /* No tunnelling between bodies: two cubes meeting at 3, 10 and 30 m/s each, slightly off centre (a
    relative travel of 0.1 to 1 m a step, 2 to 20 contact distances; from the predicted positions
    alone they passed through each other at 30 m/s) end every frame with no particle of one
@@ -578,32 +595,19 @@ static void test_bodies_never_pass(void **state)
        one lies 0.09 m inside a proxy, deeper than the contact distance, and the run says so. */
     const char *sixty[] = {"objects.0.velocity=[60, 0, 0]", "objects.1.velocity=[-60, 0, 0]", "time.frames=4",
                            "contact.method=cluster_proxies"};
-    run s;
-    run_start_text(&s, "headon.yaml", headon, sixty, 4);
-    for (int f = 0; f < s.cfg.frames; f++) {
-        csm_diag diag;
-        run_frame(&s);
-        csm_diagnostics(&s.sim, &diag);
-        csm_sim_track_contact(&s.sim, &diag);
-    }
-    char inside[1200] = "";
-    assert_int_equal(csm_sim_contact_warning(&s.sim, inside, sizeof inside), 1);
+    char inside[1200];
+    headon_warning(sixty, 4, inside, sizeof inside);
     printf("cluster_proxies, head-on at 60 m/s each: %s\n", inside);
     assert_non_null(strstr(inside, "m inside a proxy of object"));
     assert_non_null(strstr(inside, "deeper than the contact distance 0.05 m"));
-    run_stop(&s);
     /* Beyond the sweep's 512 contact distances a step (2,000 m/s each, 33 m a step) the run says so,
        with the particle, its speed and the object it passed near. */
     const char *fast[] = {"objects.0.velocity=[2000, 0, 0]", "objects.1.velocity=[-2000, 0, 0]", "time.frames=1"};
-    run r;
-    run_start_text(&r, "headon.yaml", headon, fast, 3);
-    run_frame(&r);
-    char warning[1200] = "";
-    assert_int_equal(csm_sim_contact_warning(&r.sim, warning, sizeof warning), 1);
+    char warning[1200];
+    headon_warning(fast, 3, warning, sizeof warning);
     printf("head-on at 2000 m/s each: %s\n", warning);
     assert_non_null(strstr(warning, "of object 0 travelled 33.3 m in one step"));
     assert_non_null(strstr(warning, "(2e+03 m/s) near object 1, beyond the 25.6 m (512 contact distances)"));
-    run_stop(&r);
 }
 
 /* A 0.4 m cube dropped from 1 m onto a 2 x 0.2 x 2 m slab held in place. */

@@ -401,16 +401,12 @@ static int load(const char *path, const char *text, const char *const *overrides
                      csm_cfg_where(cfg->integrator.src, alpha->line, at, sizeof at));
             csm_note_once(msg);
         }
-        /* the material is the continuum energy's, which a modulus's clusters store; the default's
-           note would fire on every logged config read back, which lists every key */
-        for (int k = 0; csm_solver_common_params[k].key; k++) {
-            if (strcmp(csm_solver_common_params[k].key, "material") != 0 || !cv[k].given ||
-                (int)cv[k].num == CSM_MATERIAL_COROTATED)
-                continue;
-            if (cfg->energy == CSM_ENERGY_CONTINUUM && modulus && modulus->num > 0) break;
-            char at[256], msg[512];
+        /* the material is the continuum energy's, which a modulus's clusters store (the default is
+           not noted: a logged config read back lists every key) */
+        if (cfg->material != CSM_MATERIAL_COROTATED && !(cfg->energy == CSM_ENERGY_CONTINUUM && modulus && modulus->num > 0)) {
+            char at[512], msg[768];
             snprintf(msg, sizeof msg, "csm: note: %s: solver.material is not used %s\n",
-                     csm_cfg_where(cfg->integrator.src, cv[k].line, at, sizeof at),
+                     csm_node_where(csm_node_get(solver, "material"), at, sizeof at),
                      cfg->energy != CSM_ENERGY_CONTINUUM ? "with solver.energy: goals" : "without a modulus (young)");
             csm_note_once(msg);
         }
