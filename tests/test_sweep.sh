@@ -195,12 +195,14 @@ done
 check "convergence.py refuses runs that differ in another swept key" \
     sh -c "! $py '$root/experiments/analysis/convergence.py' out/tiny -o plots/pooled 2>&1 | grep -q 'observed rate: error'"
 check "convergence.py writes its plot" [ -s plots/convergence.png -a -s plots/convergence.pdf ]
-# a rate is fitted only where the distance from the finest run shrinks from run to run
-check "convergence.py reports a rate exactly when the distances shrink" "$py" -c '
+# a rate is fitted only where the distance from the finest run shrinks from run to run and the
+# last two changes shrink (where they grow, the finest run is no reference)
+check "convergence.py reports a rate exactly when the distances and the changes shrink" "$py" -c '
 import sys
 rows = [l.split("|") for l in open(sys.argv[1]) if l.startswith("| ") and l[2].isdigit()]
 dist = [float(r[7]) for r in rows][:-1]
-shrinking = all(b < a for a, b in zip(dist, dist[1:]))
+change = [abs(float(r[5])) for r in rows[-2:]]
+shrinking = all(b < a for a, b in zip(dist, dist[1:])) and change[1] < change[0]
 text = open(sys.argv[1]).read()
 sys.exit(0 if ("observed rate: error ~ clusters^" in text) == shrinking and ("no observed rate" in text) != shrinking else 1)
 ' conv.txt

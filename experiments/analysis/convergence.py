@@ -175,17 +175,23 @@ def main(argv=None):
     if unsettled:
         print(f"\nnot settled over the averaging window (--last): {', '.join(unsettled)}; their values are not "
               f"resting values")
-    if shrinking and np.isfinite(slope):
+    # converging means that successive changes shrink: a ratio below 1 between the last two. Where
+    # they grow, the finest run is no reference, and the distances from it measure no error (they
+    # shrink towards it whatever the sequence does)
+    ratio = float("nan")
+    if a.quantity != "positions" and len(rows) >= 3:
+        d1, d2 = rows[-2]["change"], rows[-1]["change"]
+        ratio = abs(d2 / d1) if d1 else float("inf")
+    if shrinking and np.isfinite(slope) and not ratio >= 1:
         print(f"\nobserved rate: error ~ {by}^{slope:.2f} (monotone over {len(coarse)} runs against the finest, "
               f"{finest[by]} {by})")
     else:
         fit = None  # a line through errors that do not shrink claims a rate there is not
-        print(f"\nno observed rate: the distance from the finest run ({finest[by]} {by}) does not shrink from run "
-              f"to run over the {len(coarse)} coarser runs")
-    # converging means that successive changes shrink: a ratio below 1 between the last two
-    if a.quantity != "positions" and len(rows) >= 3:
-        d1, d2 = rows[-2]["change"], rows[-1]["change"]
-        ratio = abs(d2 / d1) if d1 else float("inf")
+        why = (f"the changes from run to run do not shrink, so the finest run ({finest[by]} {by}) is no reference"
+               if shrinking else f"the distance from the finest run ({finest[by]} {by}) does not shrink from run to "
+               f"run over the {len(coarse)} coarser runs")
+        print(f"\nno observed rate: {why}")
+    if np.isfinite(ratio):
         print(f"last two changes: {d1:.3g} then {d2:.3g} (ratio {ratio:.2f}: "
               f"{'shrinking' if ratio < 1 else 'not shrinking'}); the last one is "
               f"{100 * abs(d2 / rows[-1]['value']):.1f} % of the value")
