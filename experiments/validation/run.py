@@ -260,6 +260,9 @@ def torsion_refined(csm, tor, spec, out, row):
     specs = [s.split(":") for s in spec.split(",") if s]
     if not specs:
         return
+    for sp, _ in specs:  # the sections read at x = 0.5 and 1.5 must be layers of particles
+        if abs(0.1 / float(sp) - round(0.1 / float(sp))) > 1e-9:
+            sys.exit(f"--torsion {sp}: the spacing must divide 0.1 m")
     short = copy.deepcopy(tor)
     short["objects"][0]["shape"]["size"][0] = 2.2
     short["objects"][0]["position"][0] = 0.9
@@ -316,8 +319,8 @@ def main():
     ap.add_argument("--spacings", default="0.1",
                     help="the cantilever's particle spacings at 64 clusters, each dividing 0.2 m (0.1, 1/15, 0.05, 0.025)")
     ap.add_argument("--torsion", default="",
-                    help="SPACING:CLUSTERS,...: torsion refined on the bar's first 2 m (0.1:32 has the 64 clusters' "
-                         "size of the 4 m bar, 0.05:268 the 512 clusters')")
+                    help="SPACING:CLUSTERS,...: torsion refined on the bar's first 2 m, each spacing dividing 0.1 m "
+                         "(0.1:32 has the 64 clusters' size of the 4 m bar, 0.05:268 the 512 clusters')")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     out = lambda name: os.path.join(args.out, name)  # noqa: E731
