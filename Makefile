@@ -103,8 +103,11 @@ $(OUT)/beams.md: $(OUT)/table1.md
 #  2. the authors' sense: a fixed cluster radius, more clusters only add overlap: converges;
 #  3. refinement with a material modulus: clusters shrinking (then particles refined with them,
 #     and the step refined) converges; the fixed alpha beside it follows the step.
+# The particle refinement's points, SPACING:CLUSTERS:SUBSTEPS (the substeps the modulus needs,
+# csm check; the alpha = 1 runs keep beam_convergence's 8). A next point, 0.0707:226, asks 88
+# substeps of 12,825 particles: run it with REFINE_PARTICLES="... 0.0707:226:88".
 CONV = $(PY) $(A)/convergence.py --last 2
-REFINE_PARTICLES = 0.2:10 0.141:28 0.1:80 0.0707:226
+REFINE_PARTICLES = 0.2:10:20 0.141:28:27 0.1:80:20
 $(OUT)/convergence.md:
 	mkdir -p $(OUT)
 	$(CSM) sweep $(C)/beam_convergence.yaml -o $(OUT)/beam_convergence --jobs $(JOBS)
@@ -119,15 +122,17 @@ $(OUT)/convergence.md:
 	printf '\n## 3. modulus 2000 Pa, clusters shrinking\n\n' >> $@.tmp
 	$(CONV) $(OUT)/beam_refinement -o $(OUT)/convergence_modulus >> $@.tmp
 	mkdir -p $(OUT)/beam_refinement_particles
-	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; f=$(OUT)/beam_refinement_particles/$${p%:*}.h5; \
+	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; s=$${p%%:*}; n=$${p#*:}; k=$${n#*:}; n=$${n%%:*}; \
+	    f=$(OUT)/beam_refinement_particles/$$s.h5; \
 	    $(CSM) info $$f 2>/dev/null | grep -q "^  status  *ok$$" || $(CSM) run $(C)/beam_refinement.yaml --set "sweep={}" \
-	    --set objects.0.sampling.spacing=$${p%:*} --set clustering.count=$${p#*:} -o $$f --force --threads 1 >/dev/null'
+	    --set objects.0.sampling.spacing=$$s --set clustering.count=$$n --set time.substeps=$$k -o $$f --force --threads 1 >/dev/null'
 	printf '\n## 3. modulus 2000 Pa, particles refined with the clusters\n\n' >> $@.tmp
 	$(CONV) $(OUT)/beam_refinement_particles/*.h5 --by particles -o $(OUT)/convergence_particles >> $@.tmp
 	mkdir -p $(OUT)/beam_convergence_particles
-	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; f=$(OUT)/beam_convergence_particles/$${p%:*}.h5; \
+	echo $(REFINE_PARTICLES) | tr ' ' '\n' | xargs -P $(JOBS) -I@ sh -c 'p=@; s=$${p%%:*}; n=$${p#*:}; n=$${n%%:*}; \
+	    f=$(OUT)/beam_convergence_particles/$$s.h5; \
 	    $(CSM) info $$f 2>/dev/null | grep -q "^  status  *ok$$" || $(CSM) run $(C)/beam_convergence.yaml --set "sweep={}" \
-	    --set solver.rotation=polar_apq --set objects.0.sampling.spacing=$${p%:*} --set clustering.count=$${p#*:} \
+	    --set solver.rotation=polar_apq --set objects.0.sampling.spacing=$$s --set clustering.count=$$n \
 	    -o $$f --force --threads 1 >/dev/null'
 	printf "\n## the same with alpha = 1 (the papers' settings, polar_apq)\n\n" >> $@.tmp
 	$(CONV) $(OUT)/beam_convergence_particles/*.h5 --by particles -o $(OUT)/convergence_particles_alpha >> $@.tmp
