@@ -131,7 +131,7 @@ def main(argv=None):
     if a.until:
         axes[-1, 0].set_xlim(0.0, a.until)
     runs_mod.legend_outside(axes[0, 0], ncol=2 if len(runs) > 12 else 1)
-    title = a.title or ": ".join(x for x in (scene, shared) if x)
+    title = a.title or ": ".join(x for x in (scene, ", ".join(y for y in (shared, runs_mod.settings(runs)) if y)) if x)
     if title:
         axes[0, 0].set_title(textwrap.fill(title, 70), fontsize=10)
     for path in runs_mod.save(fig, a.output):

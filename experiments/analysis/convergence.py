@@ -35,6 +35,7 @@ import numpy as np
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runs as runs_mod  # noqa: E402
@@ -197,7 +198,7 @@ def main(argv=None):
               f"{100 * abs(d2 / rows[-1]['value']):.1f} % of the value")
 
     ncol = 1 if a.quantity == "positions" else 2
-    fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 3.8), squeeze=False, constrained_layout=True)
     k = np.array([r[by] for r in rows], float)
     if ncol == 2:
         ax = axes[0, 0]
@@ -221,6 +222,9 @@ def main(argv=None):
         ax.loglog(k[1:][ok], changes[ok], "s--", label="change from the previous run")
     if fit is not None:
         ax.loglog(ke, np.exp(np.polyval(fit, np.log(ke))), ":", label=f"slope {slope:.2f}")
+    ax.set_xticks(k)
+    ax.set_xticklabels([str(int(v)) for v in k], fontsize=7, rotation=45)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # the y axis keeps its minor labels
     ax.set_xlabel(by)
     ax.set_ylabel(f"|Δ {what}|{unit}" if a.quantity != "positions" else "rms distance from the finest run (m)")
     runs_mod.legend_outside(ax)
@@ -228,7 +232,7 @@ def main(argv=None):
     _, shared, _ = runs_mod.legend_labels(runs)
     with h5py.File(runs[0].path, "r") as f:
         scene = runs_mod.text(f.attrs.get("name", ""))
-    title = a.title or ": ".join(x for x in (scene, shared) if x)
+    title = a.title or ": ".join(x for x in (scene, ", ".join(y for y in (shared, runs_mod.settings(runs)) if y)) if x)
     if title:
         fig.suptitle(textwrap.fill(title, 90), fontsize=10)
     for path in runs_mod.save(fig, a.output):

@@ -7,6 +7,7 @@ their index.csv) and single .h5 logs, in any mix. A sweep's run is labelled by i
 import os
 import sys
 
+import h5py
 import numpy as np
 
 # the reader in python/, where the script runs from the source tree and csm is not installed
@@ -137,6 +138,32 @@ def legend_labels(runs, longest=24):
                 parts.append(f"{short_key(k)}={v}")
         labels.append(", ".join(parts) or r.label)
     return labels, shared, notes
+
+
+def settings(runs):
+    """The solver settings every run shares, for a title: the integrator, the rotation, the
+    material (its modulus in Pa, or the papers' gain alpha), the substeps. One that differs between
+    the runs is the labels' to tell, not the title's, and one swept is named with its key."""
+    swept = {k.split(".")[-1] for r in runs for k in r.values}
+    attrs = []
+    for r in runs:
+        with h5py.File(r.path, "r") as f:
+            attrs.append({k: text(f.attrs[k]) for k in ("integrator", "rotation", "solver.modulus", "solver.alpha",
+                                                         "substeps") if k in f.attrs})
+
+    def same(key):
+        values = {a.get(key) for a in attrs}
+        return values.pop() if len(values) == 1 and key.split(".")[-1] not in swept else None
+
+    parts = [v for v in (same("integrator"), same("rotation")) if v]
+    modulus, alpha = same("solver.modulus"), same("solver.alpha")
+    if modulus and float(modulus) > 0:
+        parts.append(f"modulus {float(modulus):g} Pa")
+    elif alpha and modulus is not None:
+        parts.append(f"alpha {float(alpha):g}")
+    if same("substeps"):
+        parts.append(f"{same('substeps')} substeps")
+    return ", ".join(parts)
 
 
 def legend_outside(ax, ncol=1):
