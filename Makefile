@@ -224,6 +224,8 @@ clean-figures:
 # 512 clusters', 31 min). VALIDATION_BULGE (SPACING:CLUSTERS,...) refines the bulge rows: 0.05:512
 # is four runs of 9,261 particles, 40 to 55 min each on one core. The refined runs go JOBS at a
 # time; empty values leave them out (VALIDATION_TORSION= VALIDATION_BULGE= for the quick table).
+# Finished runs are kept (out/validation/*.h5 with the settings they ran with beside them in
+# .args): an interrupted make validation goes on where it stopped; rm -r out/validation starts over.
 VALIDATION_CLUSTERS ?= 32,64,128
 VALIDATION_SPACINGS ?= 0.1,0.0666666666666667
 VALIDATION_TORSION ?= 0.05:268

@@ -34,6 +34,7 @@ csm check asks for where the config's step would clamp its smaller, stiffer clus
 import argparse
 import concurrent.futures
 import copy
+import json
 import os
 import re
 import subprocess
@@ -199,12 +200,29 @@ def fem_bulge(E, nu, strain, work, cells=6, material="elastic"):
 
 
 def csm_run(csm, config, out, sets, threads=None):
+    """csm run CONFIG --set ... into out, or the log already there when it finished (status ok) from
+    the same config and settings (out.args holds them): an interrupted make validation goes on
+    where it stopped, as the figures' runs do; rm -r the folder to start over."""
     cmd = [csm, "run", os.path.join(HERE, config), "-o", out, "--force"]
     for s in sets:
         cmd += ["--set", s]
+    with open(os.path.join(HERE, config)) as fc:
+        key = json.dumps({"config": fc.read(), "sets": sets})
+    try:
+        with open(out + ".args") as fa:
+            if fa.read() == key:
+                f = h5py.File(out, "r")
+                status = f.attrs.get("status", "")
+                if (status.decode() if isinstance(status, bytes) else status) == "ok":
+                    return f
+                f.close()
+    except OSError:  # no such log or no record of its settings: run it
+        pass
     if threads:
         cmd += ["--threads", str(threads)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out + ".args", "w") as fa:
+        fa.write(key)
     return h5py.File(out, "r")
 
 
