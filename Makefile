@@ -103,11 +103,13 @@ $(OUT)/beams.md: $(OUT)/table1.md
 #  2. the authors' sense: a fixed cluster radius, more clusters only add overlap: converges;
 #  3. refinement with a material modulus: clusters shrinking (then particles refined with them,
 #     and the step refined) converges; the fixed alpha beside it follows the step.
-# The particle refinement's points, SPACING:CLUSTERS:SUBSTEPS (the substeps the modulus needs,
-# csm check; the alpha = 1 runs keep beam_convergence's 8). A next point, 0.0707:226, asks 88
-# substeps of 12,825 particles: run it with REFINE_PARTICLES="... 0.0707:226:88".
+# The particle refinement's points, SPACING:CLUSTERS:SUBSTEPS: the spacing halves every two
+# points (1/5, 1/7, 1/10, 1/14 m, each dividing the beam's 4 x 1 x 1 m, so every grid spans the
+# whole beam and holds the same clamp; 0.141 m spanned 3.95 m), the clusters keep their size in
+# particles, and the substeps are what the modulus needs (csm check: 1/14 m asks 24; the alpha = 1
+# runs keep beam_convergence's 8).
 CONV = $(PY) $(A)/convergence.py --last 2
-REFINE_PARTICLES = 0.2:10:20 0.141:28:27 0.1:80:20
+REFINE_PARTICLES = 0.2:10:20 0.142857142857143:28:20 0.1:80:20 0.0714285714285714:226:24
 $(OUT)/convergence.md:
 	mkdir -p $(OUT)
 	$(CSM) sweep $(C)/beam_convergence.yaml -o $(OUT)/beam_convergence --jobs $(JOBS)
