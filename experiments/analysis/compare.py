@@ -108,7 +108,7 @@ def main(argv=None):
 
     labels, shared, notes = runs_mod.legend_labels(runs)
     fig, axes = plt.subplots(len(quantities), 1, figsize=(7, 2.6 * len(quantities)), sharex=True, squeeze=False)
-    print(f"| run | quantity | first | last | min | max |\n|---|---|---|---|---|---|")
+    print("| run | quantity | first | last | min | max |\n|---|---|---|---|---|---|")
     scene = ""
     for r, label in zip(runs, labels):
         with h5py.File(r.path, "r") as f:

@@ -11,8 +11,8 @@ import argparse
 import os
 import sys
 
+import h5py
 import matplotlib
-import numpy as np
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
@@ -30,7 +30,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     args = argparse.Namespace(quantity="tip", particle=None, axis="y", last=a.last)
     table = {}
-    for r in runs_mod.expand([a.sweep]):
+    runs = runs_mod.expand([a.sweep])
+    for r in runs:
         integrator, iterations = r.values.get("solver.integrator"), r.values.get("solver.iterations")
         if integrator is None or iterations is None:
             sys.exit(f"{a.sweep}: expected a sweep over solver.integrator and solver.iterations")
@@ -53,8 +54,11 @@ def main(argv=None):
     ax.set_xticks(counts)
     ax.set_xticklabels([str(k) for k in counts])
     ax.minorticks_off()
-    ax.legend(fontsize=8)
-    ax.set_title("one material (500 Pa), each integrator's stiffness against its iterations", fontsize=9)
+    runs_mod.legend_outside(ax)
+    with h5py.File(runs[0].path, "r") as f:
+        scene, modulus = runs_mod.text(f.attrs.get("name", "")), float(f.attrs.get("solver.modulus", 0.0))
+    ax.set_title(f"{scene}: one material ({modulus:g} Pa), each integrator's stiffness against its iterations",
+                 fontsize=9)
     for path in runs_mod.save(fig, a.output):
         print(path, file=sys.stderr)
 

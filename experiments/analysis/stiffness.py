@@ -61,7 +61,7 @@ def main(argv=None):
             cells.append(f"{row['value']:.4g} ({100 * (row['value'] / finest - 1):+.0f} %)")
         print(f"| {k} | " + " | ".join(cells) + " |")
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     for label, rows in all_series:
         k = np.array([r["clusters"] for r in rows], float)
         v = np.array([r["value"] for r in rows])
@@ -69,14 +69,15 @@ def main(argv=None):
         axes[1].semilogx(k, v / v[-1], "o-", label=label)
     axes[0].set_ylabel("resting tip displacement (y) (m)")
     axes[1].set_ylabel("tip displacement / finest run's")
-    axes[1].axhspan(0.95, 1.05, color="0.9", zorder=0)
+    axes[1].axhspan(0.95, 1.05, color="0.9", zorder=0, label="within 5 % of the finest")
     for ax in axes:
         ax.set_xlabel("clusters")
         ax.set_xticks(counts)
         ax.set_xticklabels([str(c) for c in counts], fontsize=7, rotation=45)
         ax.minorticks_off()
-    axes[0].legend(fontsize=7)
-    fig.suptitle("stiffness from a fixed alpha against a material modulus, as clusters shrink")
+    runs_mod.legend_outside(axes[1])
+    fig.suptitle("the cantilever's stiffness from a fixed alpha against a material modulus, as clusters shrink",
+                 fontsize=10)
     for path in runs_mod.save(fig, a.output):
         print(path, file=sys.stderr)
 

@@ -17,7 +17,6 @@ a group per object); ParaView groups the numbered files into a time series.
 """
 import argparse
 import os
-import struct
 import sys
 
 import h5py
