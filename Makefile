@@ -139,8 +139,8 @@ $(OUT)/convergence.md:
 	printf "\n## the same with alpha = 1 (the papers' settings, polar_apq)\n\n" >> $@.tmp
 	$(CONV) $(OUT)/beam_convergence_particles/*.h5 --by particles -o $(OUT)/convergence_particles_alpha >> $@.tmp
 	$(CSM) sweep $(C)/beam_refinement.yaml -o $(OUT)/beam_substeps_modulus --jobs $(JOBS) \
-	    --set clustering.count=10 --set 'sweep={time.substeps: [4, 8, 16]}'
-	printf '\n## 3. the step: modulus 2000 Pa, 10 clusters, 4, 8 and 16 substeps\n\n' >> $@.tmp
+	    --set clustering.count=10 --set 'sweep={time.substeps: [4, 8, 16, 32]}'
+	printf '\n## 3. the step: modulus 2000 Pa, 10 clusters, 4, 8, 16 and 32 substeps (csm check: 9 or more)\n\n' >> $@.tmp
 	$(CONV) $(OUT)/beam_substeps_modulus --by substeps -o $(OUT)/convergence_substeps_modulus >> $@.tmp
 	$(CSM) sweep $(C)/beam_convergence.yaml -o $(OUT)/beam_substeps_alpha --jobs $(JOBS) \
 	    --set clustering.count=10 --set solver.rotation=polar_apq --set 'sweep={time.substeps: [4, 8, 16]}'

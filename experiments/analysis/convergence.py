@@ -65,7 +65,9 @@ def measure(path, a):
     with h5py.File(path, "r") as f:
         frames = window(f, a.last)
         row = {"clusters": int(f["clusters/count"][0]), "particles": int(f["frames/positions"].shape[1]),
-               "substeps": int(f.attrs["substeps"]), "status": str(f.attrs.get("status", ""))}
+               "substeps": int(f.attrs["substeps"]), "status": str(f.attrs.get("status", "")),
+               # the most clusters whose gain h^2 k_c a modulus asked above 1 and the step held to 1
+               "clamped": int(np.max(f["diagnostics/alpha_clamped"][:])) if "diagnostics/alpha_clamped" in f else 0}
         if a.quantity == "tip":
             i = tracked(f, a.particle)
             x = f["frames/positions"][:, i, AXES[a.axis]]
@@ -176,6 +178,10 @@ def main(argv=None):
     if unsettled:
         print(f"\nnot settled over the averaging window (--last): {', '.join(unsettled)}; their values are not "
               f"resting values")
+    clamped = [f"{r['label']} ({r['clamped']} of {r['clusters']})" for r in rows if r["clamped"] > 0]
+    if clamped:
+        print(f"\nclamped: {', '.join(clamped)} clusters held to h^2 k_c = 1 by the step, softer than the "
+              f"material (csm check says the substeps the modulus needs); what they change measures the clamp")
     # converging means that successive changes shrink: a ratio below 1 between the last two. Where
     # they grow, the finest run is no reference, and the distances from it measure no error (they
     # shrink towards it whatever the sequence does)
@@ -183,12 +189,13 @@ def main(argv=None):
     if a.quantity != "positions" and len(rows) >= 3:
         d1, d2 = rows[-2]["change"], rows[-1]["change"]
         ratio = abs(d2 / d1) if d1 else float("inf")
-    if shrinking and np.isfinite(slope) and not ratio >= 1:
+    if shrinking and np.isfinite(slope) and not ratio >= 1 and not clamped:
         print(f"\nobserved rate: error ~ {by}^{slope:.2f} (monotone over {len(coarse)} runs against the finest, "
               f"{finest[by]} {by})")
     else:
         fit = None  # a line through errors that do not shrink claims a rate there is not
-        why = (f"the changes from run to run do not shrink, so the finest run ({finest[by]} {by}) is no reference"
+        why = ("runs are clamped (above), and a rate through them would be the clamp's" if clamped and shrinking
+               else f"the changes from run to run do not shrink, so the finest run ({finest[by]} {by}) is no reference"
                if shrinking else f"the distance from the finest run ({finest[by]} {by}) does not shrink from run to "
                f"run over the {len(coarse)} coarser runs")
         print(f"\nno observed rate: {why}")
@@ -203,11 +210,16 @@ def main(argv=None):
     if ncol == 2:
         ax = axes[0, 0]
         ax.semilogx(k, [r["value"] for r in rows], "o-")
+        held = [i for i, r in enumerate(rows) if r["clamped"] > 0]
+        if held:  # a clamped run is a softer solid than the material, drawn as such
+            ax.plot(k[held], [rows[i]["value"] for i in held], "s", mfc="none", mec="C1", ms=10, mew=1.5,
+                    label="clamped (h²k_c held to 1)")
         loose = [i for i, r in enumerate(rows) if r.get("drift", 0) > SETTLED]
         if loose:  # a value still moving at the run's end is drawn as such, not as a resting value
             ax.plot(k[loose], [rows[i]["value"] for i in loose], "o", mfc="white", mec="C3", mew=1.5,
                     label="not settled")
-            ax.legend(fontsize=7)
+        if loose or held:
+            ax.legend(fontsize=7, loc="best")  # where it covers the fewest points
         ax.set_xlabel(by)
         ax.set_ylabel(what + unit)
         ax.set_xticks(k)
@@ -224,7 +236,9 @@ def main(argv=None):
         ax.loglog(ke, np.exp(np.polyval(fit, np.log(ke))), ":", label=f"slope {slope:.2f}")
     ax.set_xticks(k)
     ax.set_xticklabels([str(int(v)) for v in k], fontsize=7, rotation=45)
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # the y axis keeps its minor labels
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    # the y axis labels its minor ticks up to two decades, so a short range reads without a guess
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.LogFormatterSciNotation(minor_thresholds=(2, 0.4)))
     ax.set_xlabel(by)
     ax.set_ylabel(f"|Δ {what}|{unit}" if a.quantity != "positions" else "rms distance from the finest run (m)")
     runs_mod.legend_outside(ax)
