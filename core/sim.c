@@ -494,6 +494,10 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d)
         if (cond > d->max_cond_Fp) d->max_cond_Fp = cond;
     }
     d->volume_ratio = C->k ? det_sum / C->k : 1.0;
+    /* turned inside out: an energy of F's rotation (polar, the corotated and neo-Hookean solids)
+       can hold a cluster so, a state no material has; a step too long or too few iterations at an
+       impact leave it (csm info says so) */
+    for (int32_t c = 0; c < C->k; c++) d->inverted += C->rank[c] == 3 && csm_m3_det(&C->F[9 * c]) < 0;
     if (sim->constraints && sim->constraints->contact) {
         const csm_contacts *ct = &sim->constraints->contacts;
         int32_t q;

@@ -125,6 +125,7 @@ typedef struct csm_diag {
     double momentum[3], angular_momentum[3], center_of_mass[3];
     double max_strain, volume_ratio;
     double max_cond_Fp; /* largest sigma_max / sigma_min of F^p */
+    int32_t inverted;   /* clusters of full rank whose fit F = A_xr A_rr^-1 has det F < 0 */
     double volume_energy; /* J: the split volume terms' share of `elastic` (csm_volume_energy) */
     /* J: (h/2) sum_i f_i . v_i with f the explicit springs' forces (0 for the implicit
        integrators). Symplectic Euler (v from the forces at x(t), then x from v) conserves

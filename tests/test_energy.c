@@ -251,9 +251,31 @@ static void test_contact_has_its_share(void **state)
     assert_true(error < 0.02 && gave < 1e-3 && took > 0.5);
 }
 
+/* A cluster turned inside out is no state of the material, and the corotated energy can hold one
+   (F's polar rotation is proper): the diagnostics count the clusters of full rank with det F < 0.
+   The block mirrored through a plane turns every one of them; as it rests, none. */
+static void test_inverted_clusters_counted(void **state)
+{
+    (void)state;
+    run r;
+    run_start(&r, BLOCK, NULL, 0);
+    csm_diag d;
+    csm_diagnostics(&r.sim, &d);
+    assert_int_equal(d.inverted, 0);
+    csm_particles *P = &r.sim.w.P;
+    int32_t full = 0;
+    for (int32_t c = 0; c < r.sim.w.C.k; c++) full += r.sim.w.C.rank[c] == 3;
+    assert_true(full > 0);
+    for (int32_t i = 0; i < P->n; i++) P->x[3 * i + 2] = -P->x[3 * i + 2];
+    csm_diagnostics(&r.sim, &d);
+    assert_int_equal(d.inverted, full);
+    run_stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inverted_clusters_counted),
         cmocka_unit_test(test_work_external_closes_the_budget),
         cmocka_unit_test(test_contact_has_its_share),
         cmocka_unit_test(test_energy_budget_closes),

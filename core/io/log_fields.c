@@ -32,6 +32,7 @@ ACCESSOR(d_com_all, c->d->center_of_mass)
 ACCESSOR(d_max_strain, &c->d->max_strain)
 ACCESSOR(d_volume, &c->d->volume_ratio)
 ACCESSOR(d_max_cond_fp, &c->d->max_cond_Fp)
+ACCESSOR(d_inverted, &c->d->inverted)
 ACCESSOR(d_yielded, &c->sim->report.yielded)
 ACCESSOR(d_plastic_skipped, &c->sim->report.plastic_skipped)
 ACCESSOR(d_gain, &c->sim->report.gains.min)
@@ -109,6 +110,7 @@ const field_spec csm_log_fields[F_NFIELDS] = {
     [F_MAX_STRAIN] = FIELD("/diagnostics/max_strain", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "max over memberships of beta = |x_i - g_ic| / width_c (Bargteil-Jones Eq 4)", 0, OPT_NONE, d_max_strain),
     [F_VOLUME] = FIELD("/diagnostics/volume_ratio", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "mean det F^p over clusters", 0, OPT_NONE, d_volume),
     [F_MAX_COND_FP] = FIELD("/diagnostics/max_cond_Fp", T_F64, SHAPE_SCALAR, ROWS_ONE, "1", "largest condition number sigma_max / sigma_min of F^p over clusters", 0, OPT_NONE, d_max_cond_fp),
+    [F_INVERTED] = FIELD("/diagnostics/inverted_clusters", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "clusters of full rank turned inside out: det F < 0 for the fit F = A_xr A_rr^-1 (Falkenstein Eq 3)", 0, OPT_NONE, d_inverted),
     [F_YIELDED] = FIELD("/diagnostics/yielded", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "clusters whose F^p flowed since the previous logged frame (Falkenstein Eq 11-12)", 0, OPT_NONE, d_yielded),
     [F_PLASTIC_SKIPPED] = FIELD("/diagnostics/plastic_skipped", T_I32, SHAPE_SCALAR, ROWS_ONE, "1", "plastic updates skipped since the previous logged frame on a collapsed or inverted F^e (cluster-steps)", 0, OPT_NONE, d_plastic_skipped),
     [F_GAIN] = FIELD("/diagnostics/alpha_c", T_F64, SHAPE_COLS, ROWS_ONE, "1", "min, mean and max over clusters of the spring gain alpha_c = h^2 k_c of the frame's last step "

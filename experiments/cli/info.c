@@ -91,6 +91,31 @@ static void print_plasticity(hid_t f)
     free(skipped);
 }
 
+/* Clusters turned inside out (det F < 0): how many at most, from when, and how many at the end,
+   where the energy of F's rotation holds them so. Silent for logs without any. */
+static void print_inverted(hid_t f)
+{
+    int32_t *inv = NULL;
+    double *time = NULL;
+    int64_t T = csm_h5_read_all(f, "/diagnostics/inverted_clusters", H5T_NATIVE_INT32, (void **)&inv);
+    int64_t Tt = csm_h5_read_all(f, "/frames/time", H5T_NATIVE_DOUBLE, (void **)&time);
+    int32_t most = 0;
+    int64_t first = -1;
+    for (int64_t t = 0; t < T && Tt == T; t++) {
+        if (inv[t] > 0 && first < 0) first = t;
+        most = inv[t] > most ? inv[t] : most;
+    }
+    if (most > 0)
+        printf("  %-14s up to %d clusters per frame turned inside out (det F < 0, /diagnostics/inverted_clusters), "
+               "from t = %.4g s; %d at the last frame%s\n",
+               "inverted", most, time[first], inv[T - 1],
+               inv[T - 1] > 0 ? ", held so by the energy: a step too long or too few iterations where they turned "
+                                "(time.substeps, solver.iterations)"
+                              : "");
+    free(inv);
+    free(time);
+}
+
 /* Where energy_error beyond 1 % of the energy given comes from, as far as the run's settings say:
    the parts of the step that are no energy's gradient and have no term of the budget. Measured on
    stretch_cube.yaml over 60 frames (alpha 1): shape_matching with conserve angular and polar_apq
@@ -422,6 +447,7 @@ int csm_cmd_info(int argc, char **argv)
         free(width);
     }
     print_plasticity(f);
+    print_inverted(f);
     print_energy(f);
     print_recluster(f);
     int64_t Tt = csm_h5_read_all(f, "/timings/total", H5T_NATIVE_DOUBLE, (void **)&total);
