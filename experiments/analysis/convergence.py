@@ -178,10 +178,10 @@ def main(argv=None):
     if unsettled:
         print(f"\nnot settled over the averaging window (--last): {', '.join(unsettled)}; their values are not "
               f"resting values")
-    clamped = [f"{r['label']} ({r['clamped']} of {r['clusters']})" for r in rows if r["clamped"] > 0]
+    clamped = [f"{r['label']} ({r['clamped']} of {r['clusters']} clusters)" for r in rows if r["clamped"] > 0]
     if clamped:
-        print(f"\nclamped: {', '.join(clamped)} clusters held to h^2 k_c = 1 by the step, softer than the "
-              f"material (csm check says the substeps the modulus needs); what they change measures the clamp")
+        print(f"\nclamped: {', '.join(clamped)}: held to h^2 k_c = 1 by the step, softer than the material "
+              f"(csm check says the substeps the modulus needs); what they change measures the clamp")
     # converging means that successive changes shrink: a ratio below 1 between the last two. Where
     # they grow, the finest run is no reference, and the distances from it measure no error (they
     # shrink towards it whatever the sequence does)
