@@ -56,6 +56,29 @@ except (OSError, ValueError):
     check(True, "a file that is not a csm log is refused")
 finish()
 PY
+# the validation suite's runs (experiments/validation/run.py): a finished run is kept, one whose
+# settings changed runs again, and a refined run gets the substeps csm check asks for
+pylog "$csm" "$root" "$tmp" <<'PY'
+import os
+import sys
+sys.path.insert(0, os.path.join(sys.argv[2], "experiments", "validation"))
+import run
+from logcheck import check, finish
+
+csm, root, tmp = sys.argv[1:4]
+cube, out = os.path.join(root, "tests", "configs", "free_cube.yaml"), os.path.join(tmp, "kept.h5")
+run.csm_run(csm, cube, out, ["time.frames=2"]).close()
+first = os.stat(out).st_mtime_ns
+run.csm_run(csm, cube, out, ["time.frames=2"]).close()
+check(os.stat(out).st_mtime_ns == first, "a finished validation run is kept")
+with run.csm_run(csm, cube, out, ["time.frames=3"]) as f:
+    check(f["frames/time"].shape[0] == 4, "a run whose settings changed runs again")
+beam = os.path.join(root, "experiments", "configs", "beam_refinement.yaml")
+need = run.substeps_needed(csm, beam, ["sweep={}", "clustering.count=10", "time.substeps=8"])
+fine = run.substeps_needed(csm, beam, ["sweep={}", "clustering.count=10", "time.substeps=16"])
+check(need == 9 and fine is None, f"the substeps csm check asks for: {need} at 8, {fine} at 16")
+finish()
+PY
 # installed as a package with no network, as the README says
 if "$py" -m venv --system-site-packages "$tmp/venv" 2>/dev/null && [ -x "$tmp/venv/bin/pip" ]; then
     cp -r "$root/python" "$tmp/python"
