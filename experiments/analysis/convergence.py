@@ -67,7 +67,8 @@ def measure(path, a):
         row = {"clusters": int(f["clusters/count"][0]), "particles": int(f["frames/positions"].shape[1]),
                "substeps": int(f.attrs["substeps"]), "status": str(f.attrs.get("status", "")),
                # the most clusters whose gain h^2 k_c a modulus asked above 1 and the step held to 1
-               "clamped": int(np.max(f["diagnostics/alpha_clamped"][:])) if "diagnostics/alpha_clamped" in f else 0}
+               "clamped": int(np.max(f["diagnostics/alpha_clamped"][:])) if "diagnostics/alpha_clamped" in f else 0,
+               "warning": runs_mod.text(f.attrs.get("warning", ""))}
         if a.quantity == "tip":
             i = tracked(f, a.particle)
             x = f["frames/positions"][:, i, AXES[a.axis]]
@@ -178,6 +179,9 @@ def main(argv=None):
     if unsettled:
         print(f"\nnot settled over the averaging window (--last): {', '.join(unsettled)}; their values are not "
               f"resting values")
+    for r in rows:  # what the run itself warned of (csm info's "warning"): its value may not be the physics'
+        if r["warning"]:
+            print(f"\nwarned: {r['label']}: {r['warning']}")
     clamped = [f"{r['label']} ({r['clamped']} of {r['clusters']} clusters)" for r in rows if r["clamped"] > 0]
     if clamped:
         print(f"\nclamped: {', '.join(clamped)}: held to h^2 k_c = 1 by the step, softer than the material "
