@@ -199,13 +199,19 @@ def fem_bulge(E, nu, strain, work, cells=6, material="elastic"):
     return float(fem.displacements(fem.run(work, "bulge"))[int(centre[0])][0])
 
 
+def csm_command(csm, verb, config, sets):
+    """csm VERB CONFIG --set ... for a config of this folder (or a path)."""
+    cmd = [csm, verb, os.path.join(HERE, config)]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd
+
+
 def csm_run(csm, config, out, sets, threads=None):
     """csm run CONFIG --set ... into out, or the log already there when it finished (status ok) from
     the same config and settings (out.args holds them): an interrupted make validation goes on
     where it stopped, as the figures' runs do; rm -r the folder to start over."""
-    cmd = [csm, "run", os.path.join(HERE, config), "-o", out, "--force"]
-    for s in sets:
-        cmd += ["--set", s]
+    cmd = csm_command(csm, "run", config, sets) + ["-o", out, "--force"]
     with open(os.path.join(HERE, config)) as fc:
         key = json.dumps({"config": fc.read(), "sets": sets})
     try:
@@ -229,10 +235,7 @@ def csm_run(csm, config, out, sets, threads=None):
 def substeps_needed(csm, config, sets):
     """The substeps csm check asks of a run whose step would clamp clusters to a softer solid than
     its modulus (its note "time.substeps: N or more"), or None when the config's step is fine."""
-    cmd = [csm, "check", os.path.join(HERE, config)]
-    for s in sets:
-        cmd += ["--set", s]
-    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stderr
+    text = subprocess.run(csm_command(csm, "check", config, sets), check=True, capture_output=True, text=True).stderr
     m = re.search(r"time\.substeps: (\d+) or more", text)
     return int(m.group(1)) if m else None
 
