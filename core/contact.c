@@ -52,6 +52,7 @@ void csm_contacts_free(csm_contacts *c)
     free(c->boxes);
     free(c->swept);
     free(c->regions);
+    free(c->holds);
     free(c->wnormal);
     free(c->adj_start);
     free(c->adj);
@@ -69,6 +70,7 @@ void csm_contacts_free(csm_contacts *c)
 void csm_contacts_start(csm_contacts *c, const double *x0)
 {
     c->x0 = x0;
+    c->nholds = 0;
 }
 
 int csm_contacts_excluded(const csm_contacts *c, const csm_world *w, int32_t i, int32_t j)
@@ -340,12 +342,13 @@ int csm_contacts_find(csm_contacts *c, const csm_world *w, const double *x)
     return c->cfg.method == CSM_CONTACT_PROXIES ? csm_proxies_find(c, w, x) : particles_find(c, w, x);
 }
 
-void csm_contacts_project(csm_contacts *c, const csm_world *w, double *x)
+int csm_contacts_project(csm_contacts *c, const csm_world *w, double *x)
 {
     if (c->cfg.method == CSM_CONTACT_PROXIES)
         csm_proxies_project(c, w, x);
     else
         particles_project(c, w, x);
+    return csm_contacts_hold(c, w, x);
 }
 
 double csm_contacts_depth(const csm_contacts *c, const csm_world *w, const double *x, int32_t *pair)

@@ -6,8 +6,10 @@
    times the pair's push apart so far (static friction while that suffices, kinetic beyond), so
    the velocities the step derives from its positions meet Coulomb's law. With contact.normal
    surface (the default) a particle that lies over a flat patch of another object's surface is
-   held off that patch as a plane instead (contact_surface.c), and with contact.restitution two
-   objects that touched bounce off each other as rigid bodies after the step (contact_bounce.c).
+   held off that patch as a plane instead (contact_surface.c); with contact.response body two
+   objects that touched are also held against each other's slip as rigid bodies, by Coulomb's law
+   on their contact region's total, and with contact.restitution they bounce off each other as
+   rigid bodies after the step (contact_bounce.c).
 
    The broad phase is a hashed uniform grid rebuilt at the first projection of each step, on the
    predicted positions: a counting sort of the particles by cell, then for each particle the 27
@@ -37,12 +39,16 @@ enum { CSM_CONTACT_SWEEP = 1024 };
 enum { CSM_REACTION_RIGID, CSM_REACTION_JONES2015 };
 /* contact.normal of particles: what a particle of one object is pushed along by another's */
 enum { CSM_NORMAL_SURFACE, CSM_NORMAL_CENTRES };
+/* contact.response: what static friction between objects acts on */
+enum { CSM_CONTACT_RESPONSE_BODY, CSM_CONTACT_RESPONSE_PARTICLES };
 
 /* Two objects' contact region over a step, summed over the pushes between them (contact_bounce.c). */
 typedef struct csm_contact_region {
     int32_t a, b;                     /* the objects, a < b */
     double weight, n[3], xc[3], gap;  /* sums of the pushes, and of each times its normal from b to a, its point
                                          and how far apart its particles were at the step's start */
+    double slack;                     /* the friction the pushes left unused: sum of mu push - friction taken */
+    double twist;                     /* the same sum with each times its distance from the centre across n */
 } csm_contact_region;
 
 /* The `contact:` section. */
@@ -57,6 +63,7 @@ typedef struct csm_contact_cfg {
     int normal;      /* particles: CSM_NORMAL_* */
     double restitution;      /* particles: Newton's e between two objects as rigid bodies (0: none added) */
     double bounce_threshold; /* m/s: approaches slower than this get no restitution */
+    int response;            /* CSM_CONTACT_RESPONSE_*: body adds static friction between objects as rigid bodies */
 } csm_contact_cfg;
 
 typedef struct csm_contacts {
@@ -89,6 +96,9 @@ typedef struct csm_contacts {
     csm_contact_region *regions; /* contact_bounce.c's, one per two objects that touched */
     int32_t nregions;
     int64_t cap_regions;
+    struct csm_contact_hold { int32_t a, b; double used[2]; } *holds; /* the friction the step's holds used, per two objects */
+    int32_t nholds;
+    int64_t cap_holds;
     int64_t cap_sample;
     double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
     int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */
@@ -143,12 +153,18 @@ int csm_contacts_find(csm_contacts *c, const struct csm_world *w, const double *
 /* One projection of x onto the pairs' constraints (cfg.passes Gauss-Seidel passes, in pair
    order). Each push apart moves the two particles against each other in proportion to their
    inverse masses along the pair's direction at the step's start, so it keeps linear and angular
-   momentum; friction's pushes, across that direction, keep linear momentum only. */
-void csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
+   momentum; friction's pushes, across that direction, keep linear momentum only. Then, with
+   response body, csm_contacts_hold. Returns -1 when out of memory. */
+int csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
 
 /* After the step (velocities from positions): restitution between the objects that touched, as rigid
    bodies (contact_bounce.c). Returns -1 when out of memory. */
 int csm_contacts_bounce(csm_contacts *c, struct csm_world *w, double h);
+
+/* At the end of each projection, with response body: static friction between the objects that
+   touched, as rigid bodies, on what the pairs' own friction left (contact_bounce.c). Returns -1
+   when out of memory. */
+int csm_contacts_hold(csm_contacts *c, const struct csm_world *w, double *x);
 
 /* The deepest overlap over the listed pairs at positions x (0: none): d - |x_i - x_j| for
    particles, the distance a particle lies inside a cluster's proxy for cluster_proxies. */

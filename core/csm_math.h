@@ -26,6 +26,17 @@ static inline void csm_v3_cross(const double *a, const double *b, double *out)
 }
 static inline double csm_v3_norm(const double *a) { return sqrt(csm_v3_dot(a, a)); }
 
+/* Two unit vectors t1, t2 across the unit vector n, with (t1, t2, n) right-handed. */
+static inline void csm_v3_tangents(const double *n, double *t1, double *t2)
+{
+    double a[3] = {0, 0, 0};
+    a[fabs(n[0]) < 0.57735 ? 0 : fabs(n[1]) < 0.57735 ? 1 : 2] = 1; /* an axis not along n */
+    csm_v3_cross(a, n, t1);
+    double len = csm_v3_norm(t1);
+    for (int e = 0; e < 3; e++) t1[e] /= len;
+    csm_v3_cross(n, t1, t2);
+}
+
 static inline void csm_m3_identity(double *M)
 {
     memset(M, 0, 9 * sizeof(double));

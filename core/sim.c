@@ -68,7 +68,7 @@ void csm_world_project(csm_world *w, double *x, double h)
         else
             k->work += work;
     }
-    if (k->contact && !k->failed) csm_contacts_project(&k->contacts, w, x);
+    if (k->contact && !k->failed && csm_contacts_project(&k->contacts, w, x)) k->failed = 1;
     if (k->contact && k->timing >= 0 && w->report) w->report->timings.seconds[k->timing] += csm_now() - t0;
 }
 

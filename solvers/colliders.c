@@ -325,13 +325,16 @@ static void body_restitution(csm_world *w, const collider *c, double h)
    degree plane, 2.9 mm/s at 20 iterations), since nothing measured the slip from where it stuck.
    So each object is also held as a rigid body, by Coulomb's law on its total (Baraff 1997's
    contact impulse, as body_restitution): its contact region (the particles pushed this step, mass
-   m_c, centre x_c) slipped s over the step on the mean, relative to the surface. The impulse J at
-   x_c that stops the region's slip, K J = -M s / h with K = 1 - [r]x I^-1 [r]x (r = x_c - x_com,
-   I per unit mass), taken in the tangent plane, acts if the friction the pushes left unused,
-   mu sum_i m_i push_i - sum_i m_i held_i (impulses times h), covers |J| h (static), else the part
-   it covers (kinetic). It moves the whole object rigidly, velocities and positions over the step,
-   so the strain stays as it is, a rolling body's region (which does not slip) keeps its roll, and
-   a spinning one loses the spin that the impulse's torque takes. The impulse takes no more than
+   m_c, centre x_c) slipped s over the step on the mean, relative to the surface, and turned theta
+   about the region's normal n (sum m rho x slip . n / sum m |rho|^2, rho the offsets from x_c
+   across n). The impulse J at x_c across n and the couple tau n whose rigid move stops both (the
+   3 x 3 system of what a unit of each moves) act if the friction the pushes left unused covers
+   them, |J| h / B + |tau| h / B_turn <= 1 with B = sum_i m_i (mu push_i - held_i) (impulses times h)
+   and B_turn = sum_i m_i (mu push_i - held_i) |rho_i| (what is left of each point's Coulomb force
+   turns at that point's arm: a patch resists a turn up to mu sum_i N_i |rho_i|, a point none),
+   else scaled down to what they cover (kinetic). It moves the whole object rigidly, velocities and positions over
+   the step, so the strain stays as it is, a rolling body's region (which does not slip) keeps its
+   roll, and a body spinning on its face slows by Coulomb's torque. The impulse takes no more than
    stops the region, so it never adds energy. What it uses is charged to the particles' budgets,
    in proportion, for the velocity response that follows. Objects with pinned particles are not
    free bodies: the particles' rule holds them alone. */
@@ -347,13 +350,9 @@ static void body_friction(csm_world *w, collider *c, const placed *pl, double h)
             M += P->mass[i];
             pinned |= P->inv_mass[i] == 0.0;
             if (!c->hit[i]) continue;
-            double ni[3], vc[3], slip[3], *x = &P->x[3 * i];
+            double ni[3], *x = &P->x[3 * i];
             c->ops->depth(c, pl, x, i, 1, ni);
-            surface_velocity(&pl->st, x, vc);
-            for (int d = 0; d < 3; d++) slip[d] = x[d] - w->x_step[3 * i + d] - h * vc[d];
-            double sn = csm_v3_dot(slip, ni);
             for (int d = 0; d < 3; d++) {
-                s[d] += P->mass[i] * (slip[d] - sn * ni[d]);
                 n[d] += P->mass[i] * ni[d];
                 xc[d] += P->mass[i] * x[d];
             }
@@ -362,29 +361,64 @@ static void body_friction(csm_world *w, collider *c, const placed *pl, double h)
         }
         double len = csm_v3_norm(n);
         if (pinned || !(mc > 0) || !(budget > 0) || !(len > 0)) continue;
-        for (int d = 0; d < 3; d++) s[d] /= mc, xc[d] /= mc, n[d] /= len;
-        if (!(csm_v3_norm(s) > 0)) continue;
-        double com[3], Iinv[9], K[9], Kinv[9], r[3], j[3], rx[9], T[9];
+        for (int d = 0; d < 3; d++) xc[d] /= mc, n[d] /= len;
+        double turn = 0, spread = 0, twist = 0; /* sums of m rho x slip . n, m |rho|^2, m (mu push - held) |rho| */
+        for (int32_t i = lo; i < hi; i++) {
+            if (!c->hit[i]) continue;
+            double ni[3], vc[3], slip[3], rho[3], m[3], *x = &P->x[3 * i];
+            c->ops->depth(c, pl, x, i, 1, ni);
+            surface_velocity(&pl->st, x, vc);
+            for (int d = 0; d < 3; d++) {
+                slip[d] = x[d] - w->x_step[3 * i + d] - h * vc[d];
+                rho[d] = x[d] - xc[d];
+            }
+            double sn = csm_v3_dot(slip, ni), rn = csm_v3_dot(rho, n);
+            for (int d = 0; d < 3; d++) {
+                slip[d] -= sn * ni[d];
+                s[d] += P->mass[i] * slip[d];
+                rho[d] -= rn * n[d];
+            }
+            csm_v3_cross(rho, slip, m);
+            turn += P->mass[i] * csm_v3_dot(m, n);
+            spread += P->mass[i] * csm_v3_dot(rho, rho);
+            twist += P->mass[i] * (mu * c->touch[i].push - c->touch[i].held) * csm_v3_norm(rho);
+        }
+        int turns = spread > 0 && twist > 1e-9 * budget;
+        double com[3], Iinv[9], r[3], frame[9], G[9], Ginv[9], z[3], rhs[3] = {0, 0, turns ? turn / spread : 0.0};
+        for (int d = 0; d < 3; d++) s[d] /= mc;
+        csm_v3_tangents(n, &frame[0], &frame[3]);
+        rhs[0] = csm_v3_dot(s, &frame[0]);
+        rhs[1] = csm_v3_dot(s, &frame[3]);
+        if (rhs[0] == 0 && rhs[1] == 0 && rhs[2] == 0) continue;
         csm_object_frame(P, lo, hi, M, com, Iinv);
         for (int d = 0; d < 3; d++) r[d] = xc[d] - com[d];
-        double cross[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0};
-        csm_m3_mul(Iinv, cross, T);
-        csm_m3_mul(cross, T, rx);
-        for (int a = 0; a < 9; a++) K[a] = (a % 4 == 0) - rx[a];
-        if (!(csm_m3_inverse(K, Kinv) != 0)) continue;
-        csm_m3_mul_v3(Kinv, s, j); /* per unit mass, times h, negated */
-        double jn = csm_v3_dot(j, n);
-        for (int d = 0; d < 3; d++) j[d] = -(j[d] - jn * n[d]);
-        double need = M * csm_v3_norm(j);
+        for (int col = 0; col < 3; col++) { /* what a unit of J along t1, t2 and of tau moves, per unit mass */
+            double J[3], m[3], dw[3], dx[3];
+            for (int d = 0; d < 3; d++) J[d] = col < 2 ? frame[3 * col + d] : 0.0;
+            csm_v3_cross(r, J, m);
+            if (col == 2) memcpy(m, n, sizeof m);
+            csm_m3_mul_v3(Iinv, m, dw);
+            csm_v3_cross(dw, r, dx);
+            for (int d = 0; d < 3; d++) dx[d] += J[d];
+            G[col] = csm_v3_dot(dx, &frame[0]);
+            G[3 + col] = csm_v3_dot(dx, &frame[3]);
+            G[6 + col] = csm_v3_dot(dw, n);
+        }
+        if (!turns) G[2] = G[5] = G[6] = G[7] = 0, G[8] = 1;
+        if (!(csm_m3_inverse(G, Ginv) != 0)) continue;
+        csm_m3_mul_v3(Ginv, rhs, z); /* per unit mass, times h, negated */
+        double need = M * (hypot(z[0], z[1]) / budget + (turns ? fabs(z[2]) / twist : 0.0)); /* of the friction left */
         if (!(need > 0)) continue;
-        double f = fmin(1.0, budget / need), used = f * need / budget, dw[3], rj[3];
-        csm_v3_cross(r, j, rj);
-        csm_m3_mul_v3(Iinv, rj, dw);
+        double f = fmin(1.0, 1.0 / need), used = f * need, j[3], m[3], dw[3];
+        for (int d = 0; d < 3; d++) j[d] = -f * (z[0] * frame[d] + z[1] * frame[3 + d]);
+        csm_v3_cross(r, j, m);
+        for (int d = 0; d < 3; d++) m[d] -= f * z[2] * n[d];
+        csm_m3_mul_v3(Iinv, m, dw);
         for (int32_t i = lo; i < hi; i++) {
             double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]}, t[3];
             csm_v3_cross(dw, q, t);
             for (int d = 0; d < 3; d++) {
-                double dx = f * (j[d] + t[d]);
+                double dx = j[d] + t[d];
                 P->x[3 * i + d] += dx;
                 P->v[3 * i + d] += dx / h;
             }
