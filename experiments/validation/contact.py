@@ -197,6 +197,21 @@ def main():
     row("block on a belt at 1 m/s, μ = 0.5", "last 1.5 s", f"{np.mean(vx[-90:]):.4f} m/s", "1 m/s",
         f"{np.mean(vx[-90:]) - 1:+.4f}", "± 0.02")
 
+    r0 = 0.5
+    for omega in (2.9, 3.4):
+        f = run(args.csm, "turntable.yaml", out("turntable.h5"),
+                [f"colliders.0.angular_velocity=[0, {omega}, 0]", f"objects.0.velocity=[0, 0, {-omega * r0}]",
+                 f"objects.0.angular_velocity=[0, {omega}, 0]"])
+        t, x, z = f["frames/time"][:], centre(f, 0, 0), centre(f, 0, 2)
+        k, radius = int(np.searchsorted(t, 1.0)), np.hypot(x, z)
+        turn = np.polyfit(t[-90:], np.unwrap(np.arctan2(-z, x))[-90:], 1)[0]
+        ratio = omega * omega * r0 / (0.5 * G)
+        rides = ratio < 1
+        row(f"block on a turntable 0.5 m from its axis, μ = 0.5, ω = {omega} rad/s (ω² r = {ratio:.2f} μ g)",
+            "set down moving with it", f"turns at {turn:.4f} rad/s; radius {radius[k]:.4f} m at 1 s, "
+            f"{radius[-1]:.4f} m at 4 s", "rides at ω" if rides else "slides outwards",
+            f"{1e3 * (radius[-1] - radius[k]):+.3f} mm" if rides else "", "< 1 mm" if rides else "")
+
     with open(os.path.join(args.out, "contact.md"), "w") as fo:
         fo.write("# Contact against the textbook\n\n" + "\n".join(rows) + "\n")
 
