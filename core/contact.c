@@ -53,6 +53,9 @@ void csm_contacts_free(csm_contacts *c)
     free(c->swept);
     free(c->regions);
     free(c->holds);
+    free(c->hold_of);
+    free(c->hold_push);
+    free(c->hold_body);
     free(c->wnormal);
     free(c->adj_start);
     free(c->adj);
@@ -70,7 +73,7 @@ void csm_contacts_free(csm_contacts *c)
 void csm_contacts_start(csm_contacts *c, const double *x0)
 {
     c->x0 = x0;
-    c->nholds = 0;
+    c->hold_ready = 0;
 }
 
 int csm_contacts_excluded(const csm_contacts *c, const csm_world *w, int32_t i, int32_t j)

@@ -8,8 +8,8 @@
    surface (the default) a particle that lies over a flat patch of another object's surface is
    held off that patch as a plane instead (contact_surface.c); with contact.response body two
    objects that touched are also held against each other's slip as rigid bodies, by Coulomb's law
-   on their contact region's total, and with contact.restitution they bounce off each other as
-   rigid bodies after the step (contact_bounce.c).
+   on their contact region's total (contact_hold.c), and with contact.restitution they bounce off
+   each other as rigid bodies after the step (contact_bounce.c).
 
    The broad phase is a hashed uniform grid rebuilt at the first projection of each step, on the
    predicted positions: a counting sort of the particles by cell, then for each particle the 27
@@ -47,9 +47,24 @@ typedef struct csm_contact_region {
     int32_t a, b;                     /* the objects, a < b */
     double weight, n[3], xc[3], gap;  /* sums of the pushes, and of each times its normal from b to a, its point
                                          and how far apart its particles were at the step's start */
-    double slack;                     /* the friction the pushes left unused: sum of mu push - friction taken */
-    double twist;                     /* the same sum with each times its distance from the centre across n */
 } csm_contact_region;
+
+/* Two objects whose particles are paired in a step, for the hold (contact_hold.c): their contact
+   region at the last projection, the pushes between them summed, and what the step's holds used. */
+typedef struct csm_contact_hold {
+    int32_t a, b;                     /* the objects, a < b */
+    double weight, n[3], xc[3];       /* sums of the pushes, and of each times its normal from b to a and its point */
+    double slack;                     /* the friction the pushes left unused: sum of mu push - friction taken */
+    double twist;                     /* the same sum with each times its distance from the region's centre across n */
+    double used[2];                   /* the step's holds so far: the sums of |J| and of |tau| (times h) */
+} csm_contact_hold;
+
+/* An object as a rigid body at the last projection, for the hold (contact_hold.c). */
+typedef struct csm_hold_body {
+    double M, com[3], Iinv[9];        /* its mass, centre of mass and inverse inertia (a pseudo-inverse when flat) */
+    double D[3], W[3];                /* its rigid displacement since the step began: at the centre, and its turn */
+    int pinned, needed;
+} csm_hold_body;
 
 /* The `contact:` section. */
 typedef struct csm_contact_cfg {
@@ -96,9 +111,13 @@ typedef struct csm_contacts {
     csm_contact_region *regions; /* contact_bounce.c's, one per two objects that touched */
     int32_t nregions;
     int64_t cap_regions;
-    struct csm_contact_hold { int32_t a, b; double used[2]; } *holds; /* the friction the step's holds used, per two objects */
+    csm_contact_hold *holds;    /* contact_hold.c's, one per two objects paired in the step */
     int32_t nholds;
-    int64_t cap_holds;
+    int32_t *hold_of;           /* [npairs + npatch] each pair's, then patch's, hold (-1: within one object, or off) */
+    int32_t *hold_push;         /* [npairs + npatch] scratch: the pairs and patches that pushed */
+    csm_hold_body *hold_body;   /* [objects] */
+    int hold_ready;             /* 1 once the step's holds are listed */
+    int64_t cap_holds, cap_hold_of, cap_hold_push, cap_hold_body;
     int64_t cap_sample;
     double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
     int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */
@@ -162,7 +181,7 @@ int csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
 int csm_contacts_bounce(csm_contacts *c, struct csm_world *w, double h);
 
 /* At the end of each projection, with response body: static friction between the objects that
-   touched, as rigid bodies, on what the pairs' own friction left (contact_bounce.c). Returns -1
+   touched, as rigid bodies, on what the pairs' own friction left (contact_hold.c). Returns -1
    when out of memory. */
 int csm_contacts_hold(csm_contacts *c, const struct csm_world *w, double *x);
 

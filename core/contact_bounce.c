@@ -1,10 +1,6 @@
-/* Two objects that touch, as two rigid bodies (method particles): restitution
-   (contact.restitution) after the step, and static friction (contact.response body) at the end
-   of each projection, below (csm_contacts_hold).
-
-   Restitution: Newton's law for each two objects that touched, as two rigid bodies (Baraff
-   1997's collision impulse between two bodies; the rule a collider applies to one body under
-   `response: body`, solvers/colliders.c).
+/* Restitution between objects (contact.restitution), after the step: Newton's law for each two
+   objects that touched, as two rigid bodies (Baraff 1997's collision impulse between two bodies;
+   the rule a collider applies to one body under `response: body`, solvers/colliders.c).
 
    The pairs' pushes inside the iterations stop two bodies against each other, so every contact
    between objects is perfectly inelastic as far as the pushes go; the bodies' own strain springs
@@ -33,14 +29,13 @@
 
 #include "csm_math.h"
 #include "grow.h"
-#include "svd3.h"
 #include "world.h"
 
 #include <math.h>
 #include <string.h>
 
-static int add(csm_contacts *c, int32_t oa, int32_t ob, double l, double lt, double mu, const double n_ba[3],
-               const double at[3], double gap)
+static int add(csm_contacts *c, int32_t oa, int32_t ob, double l, const double n_ba[3], const double at[3],
+               double gap)
 {
     if (oa > ob) { /* the normal points from the second object to the first */
         int32_t t = oa;
@@ -61,7 +56,6 @@ static int add(csm_contacts *c, int32_t oa, int32_t ob, double l, double lt, dou
     }
     double w = fabs(l);
     r[k].weight += w;
-    r[k].slack += mu * w - lt;
     r[k].gap += w * fmax(gap, 0.0);
     for (int e = 0; e < 3; e++) {
         r[k].n[e] += l * n_ba[e];
@@ -159,69 +153,31 @@ static void kick(csm_world *w, const body *b, const double g[3], double j, const
     }
 }
 
-/* One push between two objects over the step (method particles): the objects (n points from ob
-   to oa), the push and the friction it took (lambda: impulse times h), its direction, point, and
-   how far apart its particles were along n at the step's start less the contact distance. */
-typedef struct push_at {
-    int32_t oa, ob;
-    double ln, lt, n[3], at[3], gap;
-} push_at;
-
-/* The k-th of the step's pushes: the pairs, then (particles with contact.normal surface) the
-   patches; 0 where it is no push between two objects. */
-static int push_get(const csm_contacts *c, const csm_world *w, const double *x, int32_t k, push_at *p)
-{
-    const csm_particles *P = &w->P;
-    if (k < c->npairs) {
-        int32_t i = c->pair[2 * k], j = c->pair[2 * k + 1];
-        if (!(c->lambda[2 * k] > 0)) return 0;
-        p->ln = c->lambda[2 * k];
-        p->lt = c->lambda[2 * k + 1];
-        memcpy(p->n, &c->normal[3 * k], sizeof p->n);
-        p->oa = P->object[i];
-        p->ob = P->object[j];
-        if (p->oa == p->ob || (w->surface && c->covered[k])) return 0;
-        const double *xi = &x[3 * i], *xj = &x[3 * j];
-        p->gap = -c->distance;
-        for (int e = 0; e < 3; e++) {
-            p->at[e] = 0.5 * (xi[e] + xj[e]);
-            p->gap += p->n[e] * (c->x0[3 * i + e] - c->x0[3 * j + e]);
-        }
-        return 1;
-    }
-    int32_t q = k - c->npairs;
-    if (!(c->patch_lambda[2 * q] > 0)) return 0;
-    int32_t i = c->patch_i[q], from = c->patch_start[q], to = c->patch_start[q + 1];
-    p->ln = c->patch_lambda[2 * q];
-    p->lt = c->patch_lambda[2 * q + 1];
-    memcpy(p->n, &c->patch_n[3 * q], sizeof p->n);
-    memcpy(p->at, &x[3 * i], sizeof p->at);
-    p->oa = P->object[i];
-    p->ob = P->object[c->patch_k[from]];
-    p->gap = -c->patch_gap[q];
-    for (int e = 0; e < 3; e++) p->gap += p->n[e] * c->x0[3 * i + e];
-    for (int32_t a = from; a < to; a++)
-        for (int e = 0; e < 3; e++) p->gap -= c->patch_w[a] * p->n[e] * c->x0[3 * c->patch_k[a] + e];
-    return p->oa != p->ob;
-}
-
-/* The regions of the step's pushes between objects: each two objects' pushes summed (add). */
-static int regions_gather(csm_contacts *c, const csm_world *w, const double *x)
-{
-    c->nregions = 0;
-    for (int32_t k = 0; k < c->npairs + c->npatch; k++) {
-        push_at p;
-        if (push_get(c, w, x, k, &p) && add(c, p.oa, p.ob, p.ln, p.lt, c->cfg.friction, p.n, p.at, p.gap)) return -1;
-    }
-    return 0;
-}
-
 int csm_contacts_bounce(csm_contacts *c, csm_world *w, double h)
 {
     const csm_particles *P = &w->P;
     double e = c->cfg.restitution;
     if (!(e > 0) || !w->v_step || !c->x0) return 0;
-    if (regions_gather(c, w, P->x)) return -1;
+    c->nregions = 0;
+    for (int32_t q = 0; q < c->npairs; q++) {
+        int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
+        if (P->object[i] == P->object[j] || !(c->lambda[2 * q] > 0) || (w->surface && c->covered[q])) continue;
+        const double *xi = &P->x[3 * i], *xj = &P->x[3 * j], *n = &c->normal[3 * q];
+        double at[3] = {0.5 * (xi[0] + xj[0]), 0.5 * (xi[1] + xj[1]), 0.5 * (xi[2] + xj[2])}, gap = -c->distance;
+        for (int k = 0; k < 3; k++) gap += n[k] * (c->x0[3 * i + k] - c->x0[3 * j + k]);
+        if (add(c, P->object[i], P->object[j], c->lambda[2 * q], n, at, gap)) return -1;
+    }
+    for (int32_t p = 0; p < c->npatch; p++) {
+        if (!(c->patch_lambda[2 * p] > 0)) continue;
+        int32_t i = c->patch_i[p], from = c->patch_start[p], to = c->patch_start[p + 1];
+        const double *n = &c->patch_n[3 * p];
+        double gap = -c->patch_gap[p];
+        for (int k = 0; k < 3; k++) gap += n[k] * c->x0[3 * i + k];
+        for (int32_t a = from; a < to; a++)
+            for (int k = 0; k < 3; k++) gap -= c->patch_w[a] * n[k] * c->x0[3 * c->patch_k[a] + k];
+        if (add(c, P->object[i], P->object[c->patch_k[from]], c->patch_lambda[2 * p], n, &P->x[3 * i], gap))
+            return -1;
+    }
     for (int32_t k = 0; k < c->nregions; k++) {
         csm_contact_region *r = &c->regions[k];
         double len = csm_v3_norm(r->n);
@@ -261,221 +217,6 @@ int csm_contacts_bounce(csm_contacts *c, csm_world *w, double h)
         double tr = A.pinned || B.pinned ? fmin(h, fmax(0.0, h - gap / -vin)) * fmax(target, 0.0) / (target - un) : 0.0;
         kick(w, &A, ga, j, n, tr);
         kick(w, &B, gm, j, minus, tr);
-    }
-    return 0;
-}
-
-/* Static friction between objects as rigid bodies (contact.response body), at the end of each
-   projection. The pairs' friction takes back each pair's slip up to mu times its push, but the
-   iterations stop short of converged and each step keeps a little slip that nothing measures
-   from where the bodies stuck: a cube on the slab at 26 degrees (mu = 0.5, atan mu = 26.57)
-   crept 0.42 mm in 9 s. So the two objects of each contact region are also held as rigid bodies
-   by Coulomb's law on its total (Baraff 1997's contact impulse, as a collider's body friction,
-   solvers/colliders.c): their relative rigid displacement since the step began, across the
-   region's normal at its centre x_c and turning about that normal, is stopped by an impulse J at
-   x_c and a couple tau n on A (their opposites on B) while the friction the pushes left covers
-   it with what the step's holds used before: sum |J| / B + sum |tau| / B_turn <= 1, B the sum of
-   mu push - friction taken over the region's pushes, B_turn the same sum with each times its
-   distance from x_c across n (a patch resists a turn up to mu sum N_k |rho_k|, a point none);
-   else scaled down to what it covers. Equal and opposite at one point, they keep momentum and angular
-   momentum; they take no more than stops the relative motion, so they never add energy; and
-   inside the projections, the normal pushes that follow see what they moved (after the step, the
-   moves pushed the bodies into each other and the next step's pushes threw them apart: stack.yaml
-   kept 3.3e-4 J after 5 s). The five cubes of stack.yaml with their lattices aligned, which stood
-   as balls on balls and swayed on those hinges (6.5e-4 J after 5 s), rest (6e-8 J). Not for
-   cluster_proxies: there each projection's pushes shear two cubes along their proxies' two
-   normals, and the hold carried a stack's upper cubes as one against the ground's body friction
-   (the top cube's drift 21 mm became 55). */
-
-/* An object as a rigid body at positions x. */
-static void body_at(const csm_world *w, const double *x, int32_t o, body *b)
-{
-    const csm_particles *P = &w->P;
-    double I[9] = {0};
-    b->lo = w->object_first[o];
-    b->hi = w->object_first[o + 1];
-    b->M = 0;
-    b->pinned = 0;
-    b->com[0] = b->com[1] = b->com[2] = 0;
-    for (int32_t i = b->lo; i < b->hi; i++) {
-        b->M += P->mass[i];
-        b->pinned |= P->inv_mass[i] == 0.0;
-        for (int e = 0; e < 3; e++) b->com[e] += P->mass[i] * x[3 * i + e];
-    }
-    for (int e = 0; e < 3; e++) b->com[e] /= b->M;
-    for (int32_t i = b->lo; i < b->hi; i++) {
-        double q[3] = {x[3 * i] - b->com[0], x[3 * i + 1] - b->com[1], x[3 * i + 2] - b->com[2]}, qq = csm_v3_dot(q, q);
-        for (int a = 0; a < 3; a++)
-            for (int e = 0; e < 3; e++) I[3 * a + e] += P->mass[i] / b->M * ((a == e) * qq - q[a] * q[e]);
-    }
-    csm_pinv_sym3(I, 1e-12, b->Iinv);
-}
-
-/* A body's rigid displacement since x0 (at the centre of mass, and the turn), from its
-   particles' displacements: their momentum and angular momentum over its mass and inertia. */
-static void displacement(const csm_particles *P, const double *x0, const double *x, const body *b, double D[3],
-                         double turn[3])
-{
-    double L[3] = {0, 0, 0};
-    D[0] = D[1] = D[2] = 0;
-    for (int32_t i = b->lo; i < b->hi; i++) {
-        double q[3], u[3], l[3];
-        for (int e = 0; e < 3; e++) {
-            q[e] = x[3 * i + e] - b->com[e];
-            u[e] = x[3 * i + e] - x0[3 * i + e];
-            D[e] += P->mass[i] / b->M * u[e];
-        }
-        csm_v3_cross(q, u, l);
-        for (int e = 0; e < 3; e++) L[e] += P->mass[i] / b->M * l[e];
-    }
-    csm_m3_mul_v3(b->Iinv, L, turn);
-}
-
-/* The change of a free body's rigid displacement under the impulse J at p and the couple T
-   (impulses times h): at its centre dD = J / M, its turn dW = I^-1 (r x J + T) (zero for a pinned
-   body). */
-static void impulse_change(const body *b, const double p[3], const double J[3], const double T[3], double dD[3],
-                           double dW[3])
-{
-    double r[3] = {p[0] - b->com[0], p[1] - b->com[1], p[2] - b->com[2]}, m[3];
-    csm_v3_cross(r, J, m);
-    for (int e = 0; e < 3; e++) m[e] += T[e];
-    csm_m3_mul_v3(b->Iinv, m, dW);
-    for (int e = 0; e < 3; e++) {
-        dD[e] = b->pinned ? 0.0 : J[e] / b->M;
-        dW[e] = b->pinned ? 0.0 : dW[e] / b->M;
-    }
-}
-
-/* Moves a free body's particles rigidly by (dD, dW). */
-static void shove(const body *b, const double dD[3], const double dW[3], double *x)
-{
-    if (b->pinned) return;
-    for (int32_t i = b->lo; i < b->hi; i++) {
-        double q[3] = {x[3 * i] - b->com[0], x[3 * i + 1] - b->com[1], x[3 * i + 2] - b->com[2]}, t[3];
-        csm_v3_cross(dW, q, t);
-        for (int e = 0; e < 3; e++) x[3 * i + e] += dD[e] + t[e];
-    }
-}
-
-/* The relative motion of A against B at p that static friction stops, from their rigid
-   displacements (DA, WA) and (DB, WB): the slip across n (along t1, t2) and the turn about n. */
-static void relative_motion(const body *A, const body *B, const double p[3], const double frame[9],
-                            const double DA[3], const double WA[3], const double DB[3], const double WB[3],
-                            double out[3])
-{
-    double ra[3] = {p[0] - A->com[0], p[1] - A->com[1], p[2] - A->com[2]};
-    double rb[3] = {p[0] - B->com[0], p[1] - B->com[1], p[2] - B->com[2]}, ta[3], tb[3], u[3], turn[3];
-    csm_v3_cross(WA, ra, ta);
-    csm_v3_cross(WB, rb, tb);
-    for (int e = 0; e < 3; e++) {
-        u[e] = DA[e] + ta[e] - DB[e] - tb[e];
-        turn[e] = WA[e] - WB[e];
-    }
-    out[0] = csm_v3_dot(u, &frame[0]);
-    out[1] = csm_v3_dot(u, &frame[3]);
-    out[2] = csm_v3_dot(turn, &frame[6]);
-}
-
-/* What the holds of the step used so far between objects a < b: [0] the sum of their impulses
-   |J| and [1] of their couples |tau| (times h); NULL when out of memory. */
-static double *hold_used(csm_contacts *c, int32_t a, int32_t b)
-{
-    int32_t k = 0;
-    while (k < c->nholds && !(c->holds[k].a == a && c->holds[k].b == b)) k++;
-    if (k == c->nholds) {
-        if (csm_grow((void **)&c->holds, &c->cap_holds, k + 1, sizeof *c->holds)) return NULL;
-        c->holds[k].a = a;
-        c->holds[k].b = b;
-        c->holds[k].used[0] = c->holds[k].used[1] = 0;
-        c->nholds++;
-    }
-    return c->holds[k].used;
-}
-
-int csm_contacts_hold(csm_contacts *c, const csm_world *w, double *x)
-{
-    const csm_particles *P = &w->P;
-    if (c->cfg.method != CSM_CONTACT_PARTICLES || !(c->cfg.friction > 0) || c->cfg.response != CSM_CONTACT_RESPONSE_BODY ||
-        !c->x0)
-        return 0;
-    if (regions_gather(c, w, x)) return -1;
-    for (int32_t k = 0; k < c->nregions; k++) { /* each region's normal and centre */
-        csm_contact_region *r = &c->regions[k];
-        double len = csm_v3_norm(r->n);
-        if (!(r->weight > 0) || !(len > 0)) {
-            r->weight = 0;
-            continue;
-        }
-        for (int e = 0; e < 3; e++) {
-            r->n[e] /= len;
-            r->xc[e] /= r->weight;
-        }
-    }
-    for (int32_t k = 0; k < c->npairs + c->npatch && c->nregions; k++) { /* the friction left, times its arm about it */
-        push_at p;
-        if (!push_get(c, w, x, k, &p)) continue;
-        int32_t a = p.oa < p.ob ? p.oa : p.ob, b = p.oa < p.ob ? p.ob : p.oa, m = 0;
-        while (m < c->nregions && !(c->regions[m].a == a && c->regions[m].b == b)) m++;
-        if (m == c->nregions || !(c->regions[m].weight > 0)) continue;
-        csm_contact_region *r = &c->regions[m];
-        double rho[3] = {p.at[0] - r->xc[0], p.at[1] - r->xc[1], p.at[2] - r->xc[2]}, along = csm_v3_dot(rho, r->n);
-        for (int e = 0; e < 3; e++) rho[e] -= along * r->n[e];
-        r->twist += (c->cfg.friction * p.ln - p.lt) * csm_v3_norm(rho);
-    }
-    for (int32_t k = 0; k < c->nregions; k++) {
-        const csm_contact_region *r = &c->regions[k];
-        double *used = r->weight > 0 ? hold_used(c, r->a, r->b) : NULL;
-        if (r->weight > 0 && !used) return -1;
-        if (!used || !(r->slack > 0)) continue;
-        body A, B;
-        body_at(w, x, r->a, &A);
-        body_at(w, x, r->b, &B);
-        if (A.pinned && B.pinned) continue;
-        const double *n = r->n, *xc = r->xc;
-        double DA[3], WA[3], DB[3], WB[3], frame[9], rhs[3], G[9], Ginv[9], z[3];
-        displacement(P, c->x0, x, &A, DA, WA);
-        displacement(P, c->x0, x, &B, DB, WB);
-        csm_v3_tangents(n, &frame[0], &frame[3]);
-        memcpy(&frame[6], n, 3 * sizeof *n);
-        relative_motion(&A, &B, xc, frame, DA, WA, DB, WB, rhs);
-        /* a single point of contact holds no turn */
-        double size = 1.0 / sqrt(fmax(csm_m3_frobenius(A.Iinv), csm_m3_frobenius(B.Iinv)));
-        int turns = r->twist > 1e-6 * size * r->slack;
-        for (int col = 0; col < 3; col++) { /* the Delassus operator: what a unit of each does */
-            double J[3], T[3], minus[3], mT[3], dDA[3], dWA[3], dDB[3], dWB[3], out[3];
-            for (int e = 0; e < 3; e++) {
-                J[e] = col < 2 ? frame[3 * col + e] : 0.0;
-                T[e] = col == 2 ? n[e] : 0.0;
-                minus[e] = -J[e];
-                mT[e] = -T[e];
-            }
-            impulse_change(&A, xc, J, T, dDA, dWA);
-            impulse_change(&B, xc, minus, mT, dDB, dWB);
-            relative_motion(&A, &B, xc, frame, dDA, dWA, dDB, dWB, out);
-            for (int row = 0; row < 3; row++) G[3 * row + col] = out[row];
-        }
-        if (!turns) G[2] = G[5] = G[6] = G[7] = 0, G[8] = 1, rhs[2] = 0;
-        if (!(csm_m3_inverse(G, Ginv) != 0)) continue;
-        csm_m3_mul_v3(Ginv, rhs, z);
-        /* Coulomb: the step's holds, this one scaled by f, within the friction left */
-        double lin = hypot(z[0], z[1]), ang = turns ? fabs(z[2]) : 0.0;
-        double room = 1.0 - used[0] / r->slack - (turns ? used[1] / r->twist : 0.0);
-        double need = lin / r->slack + (turns ? ang / r->twist : 0.0);
-        if (!(need > 0) || !(room > 0)) continue;
-        double f = fmin(1.0, room / need), J[3], T[3], minus[3], mT[3], dD[3], dW[3];
-        used[0] += f * lin;
-        used[1] += f * ang;
-        for (int e = 0; e < 3; e++) {
-            J[e] = -f * (z[0] * frame[e] + z[1] * frame[3 + e]);
-            T[e] = -f * z[2] * n[e];
-            minus[e] = -J[e];
-            mT[e] = -T[e];
-        }
-        impulse_change(&A, xc, J, T, dD, dW);
-        shove(&A, dD, dW, x);
-        impulse_change(&B, xc, minus, mT, dD, dW);
-        shove(&B, dD, dW, x);
     }
     return 0;
 }

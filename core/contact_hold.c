@@ -1,0 +1,324 @@
+/* Static friction between objects as rigid bodies (contact.response body, method particles), at
+   the end of each projection (csm_contacts_project).
+
+   The pairs' friction takes back each pair's slip up to mu times its push, but the iterations
+   stop short of converged and each step keeps a little slip that nothing measures from where the
+   bodies stuck: a cube on the slab at 26 degrees (mu = 0.5, atan mu = 26.57) crept 0.42 mm in
+   9 s, and the five cubes of stack.yaml with their lattices aligned, standing as balls on balls
+   (a face five particles across has no surface patch), swayed on those hinges (6.5e-4 J after
+   5 s, the top cube 13 mm off by 30 s). So the two objects of each contact region are also held
+   as rigid bodies by Coulomb's law on its total (Baraff 1997's contact impulse, as a collider's
+   body friction, solvers/colliders.c). The region is the pushes between the two (pairs and
+   patches, each weighted by its push), n their mean normal, x_c their centre. The two bodies'
+   rigid displacements since the step began (from their particles' momenta and angular momenta
+   over their masses and inertias) give the relative slip at x_c across n and the relative turn
+   about n; an impulse J at x_c across n and a couple tau n on A, their opposites on B, stop both
+   (the 3 x 3 system of what a unit of each moves) while the friction the pushes left covers them
+   with what the step's holds used before:
+
+       sum |J| / B + sum |tau| / B_turn <= 1,
+
+   B the sum of mu push - friction taken over the region's pushes, B_turn the same with each
+   times its distance from x_c across n (a patch resists a turn up to mu sum N_k |rho_k|, a point
+   none); else they are scaled to what it covers. Equal and opposite at one point, they keep
+   momentum and angular momentum; they take no more than stops the relative motion, so they never
+   add energy; and inside the projections, the pushes that follow see what they moved. (After the
+   step instead, the moves pushed the bodies into each other and the next step's pushes threw
+   them apart: stack.yaml kept 3.3e-4 J after 5 s.) Not for cluster_proxies: there each
+   projection's pushes shear two cubes along their proxies' two normals, and the hold carried a
+   stack's upper cubes as one against the ground's body friction (the top cube's drift, 21 mm,
+   became 55). */
+#include "contact_internal.h"
+
+#include "csm_math.h"
+#include "grow.h"
+#include "svd3.h"
+#include "world.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The hold of objects a and b, listed once per step (index into c->holds; -1 out of memory). */
+static int32_t hold_find(csm_contacts *c, int32_t a, int32_t b)
+{
+    if (a > b) {
+        int32_t t = a;
+        a = b;
+        b = t;
+    }
+    for (int32_t k = 0; k < c->nholds; k++)
+        if (c->holds[k].a == a && c->holds[k].b == b) return k;
+    if (csm_grow((void **)&c->holds, &c->cap_holds, c->nholds + 1, sizeof *c->holds)) return -1;
+    csm_contact_hold *h = &c->holds[c->nholds];
+    memset(h, 0, sizeof *h);
+    h->a = a;
+    h->b = b;
+    return c->nholds++;
+}
+
+/* The step's holds: each pair and patch between two objects gets its two objects' hold. The pairs
+   and patches are found once a step, at its first projection. */
+static int holds_list(csm_contacts *c, const csm_world *w)
+{
+    const int32_t *obj = w->P.object;
+    int32_t n = c->npairs + c->npatch;
+    c->nholds = 0;
+    if (csm_grow((void **)&c->hold_of, &c->cap_hold_of, n, sizeof *c->hold_of) ||
+        csm_grow((void **)&c->hold_push, &c->cap_hold_push, n, sizeof *c->hold_push) ||
+        csm_grow((void **)&c->hold_body, &c->cap_hold_body, w->nobjects, sizeof *c->hold_body))
+        return -1;
+    for (int32_t k = 0; k < n; k++) {
+        int32_t oa, ob;
+        if (k < c->npairs) {
+            oa = obj[c->pair[2 * k]];
+            ob = obj[c->pair[2 * k + 1]];
+            if (w->surface && c->covered[k]) ob = oa;
+        } else {
+            int32_t p = k - c->npairs;
+            oa = obj[c->patch_i[p]];
+            ob = obj[c->patch_k[c->patch_start[p]]];
+        }
+        c->hold_of[k] = oa == ob ? -1 : hold_find(c, oa, ob);
+        if (oa != ob && c->hold_of[k] < 0) return -1;
+    }
+    c->hold_ready = 1;
+    return 0;
+}
+
+/* The push of pair or patch k (its lambda), or NULL where it is none between two objects. */
+static const double *push_lambda(const csm_contacts *c, int32_t k)
+{
+    if (c->hold_of[k] < 0) return NULL;
+    const double *lam = k < c->npairs ? &c->lambda[2 * k] : &c->patch_lambda[2 * (k - c->npairs)];
+    return lam[0] > 0 ? lam : NULL;
+}
+
+/* Push k's normal from its hold's b to a, and its point at positions x. */
+static void push_at(const csm_contacts *c, const csm_world *w, const double *x, int32_t k, double n[3], double at[3])
+{
+    const double *nk;
+    int32_t i;
+    if (k < c->npairs) {
+        int32_t j = c->pair[2 * k + 1];
+        i = c->pair[2 * k];
+        nk = &c->normal[3 * k]; /* along x_i - x_j */
+        for (int e = 0; e < 3; e++) at[e] = 0.5 * (x[3 * i + e] + x[3 * j + e]);
+    } else {
+        int32_t p = k - c->npairs;
+        i = c->patch_i[p];
+        nk = &c->patch_n[3 * p]; /* the surface's, out towards i */
+        memcpy(at, &x[3 * i], 3 * sizeof *at);
+    }
+    double sign = w->P.object[i] == c->holds[c->hold_of[k]].a ? 1.0 : -1.0;
+    for (int e = 0; e < 3; e++) n[e] = sign * nk[e];
+}
+
+/* Each hold's contact region at x: its pushes' sums, normal and centre, and the friction left
+   (weight 0 where none is left or nothing pushed). */
+static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
+{
+    double mu = c->cfg.friction;
+    for (int32_t h = 0; h < c->nholds; h++) {
+        csm_contact_hold *r = &c->holds[h];
+        r->weight = r->slack = r->twist = 0;
+        memset(r->n, 0, sizeof r->n);
+        memset(r->xc, 0, sizeof r->xc);
+    }
+    int32_t pushing = 0;
+    for (int32_t k = 0; k < c->npairs + c->npatch; k++) {
+        const double *l = push_lambda(c, k);
+        if (!l) continue;
+        c->hold_push[pushing++] = k;
+        double n[3], at[3];
+        push_at(c, w, x, k, n, at);
+        csm_contact_hold *r = &c->holds[c->hold_of[k]];
+        r->weight += l[0];
+        r->slack += mu * l[0] - l[1];
+        for (int e = 0; e < 3; e++) {
+            r->n[e] += l[0] * n[e];
+            r->xc[e] += l[0] * at[e];
+        }
+    }
+    int any = 0;
+    for (int32_t h = 0; h < c->nholds; h++) {
+        csm_contact_hold *r = &c->holds[h];
+        double len = csm_v3_norm(r->n);
+        if (!(r->weight > 0) || !(len > 0) || !(r->slack > 0)) {
+            r->weight = 0;
+            continue;
+        }
+        any = 1;
+        for (int e = 0; e < 3; e++) {
+            r->n[e] /= len;
+            r->xc[e] /= r->weight;
+        }
+    }
+    for (int32_t q = 0; q < pushing && any; q++) { /* the friction left, times its arm about x_c */
+        int32_t k = c->hold_push[q];
+        const double *l = push_lambda(c, k);
+        if (!(c->holds[c->hold_of[k]].weight > 0)) continue;
+        double n[3], at[3];
+        push_at(c, w, x, k, n, at);
+        csm_contact_hold *r = &c->holds[c->hold_of[k]];
+        double rho[3] = {at[0] - r->xc[0], at[1] - r->xc[1], at[2] - r->xc[2]}, along = csm_v3_dot(rho, r->n);
+        for (int e = 0; e < 3; e++) rho[e] -= along * r->n[e];
+        r->twist += (mu * l[0] - l[1]) * csm_v3_norm(rho);
+    }
+}
+
+/* Object o as a rigid body at x: its mass, centre, inverse inertia, and its rigid displacement
+   since x0 (its particles' momentum and angular momentum of x - x0, over its mass and inertia).
+   One pass of sums about the world's origin, moved to the centre of mass after (parallel axes). */
+static void body_at(const csm_world *w, const double *x0, const double *x, int32_t o, csm_hold_body *b)
+{
+    const csm_particles *P = &w->P;
+    int32_t lo = w->object_first[o], hi = w->object_first[o + 1];
+    double mx[3] = {0, 0, 0}, mu[3] = {0, 0, 0}, L[3] = {0, 0, 0}, S[9] = {0}, I[9];
+    b->M = 0;
+    b->pinned = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        const double *xi = &x[3 * i], m = P->mass[i];
+        double u[3] = {xi[0] - x0[3 * i], xi[1] - x0[3 * i + 1], xi[2] - x0[3 * i + 2]}, l[3];
+        b->M += m;
+        b->pinned |= P->inv_mass[i] == 0.0;
+        csm_v3_cross(xi, u, l);
+        for (int a = 0; a < 3; a++) {
+            mx[a] += m * xi[a];
+            mu[a] += m * u[a];
+            L[a] += m * l[a];
+            for (int e = a; e < 3; e++) S[3 * a + e] += m * xi[a] * xi[e];
+        }
+    }
+    double cl[3];
+    for (int e = 0; e < 3; e++) {
+        b->com[e] = mx[e] / b->M;
+        b->D[e] = mu[e] / b->M;
+    }
+    csm_v3_cross(b->com, mu, cl);
+    for (int a = 0; a < 3; a++) {
+        L[a] -= cl[a]; /* sum m (x - c) x u = sum m x x u - c x sum m u */
+        for (int e = a; e < 3; e++) S[3 * e + a] = S[3 * a + e] -= b->M * b->com[a] * b->com[e];
+    }
+    double tr = S[0] + S[4] + S[8];
+    for (int a = 0; a < 9; a++) I[a] = (a % 4 == 0 ? tr : 0.0) - S[a];
+    tr *= 2;
+    if (!(csm_m3_det(I) > 1e-9 * tr * tr * tr) || csm_m3_inverse(I, b->Iinv) == 0.0) /* flat: no turn about its normal */
+        csm_pinv_sym3(I, 1e-12, b->Iinv);
+    csm_m3_mul_v3(b->Iinv, L, b->W);
+}
+
+/* The change of a free body's rigid displacement under the impulse J at p and the couple T
+   (impulses times h): dD = J / M at its centre, dW = I^-1 (r x J + T) (zero for a pinned body). */
+static void impulse_change(const csm_hold_body *b, const double p[3], const double J[3], const double T[3],
+                           double dD[3], double dW[3])
+{
+    double r[3] = {p[0] - b->com[0], p[1] - b->com[1], p[2] - b->com[2]}, m[3];
+    csm_v3_cross(r, J, m);
+    for (int e = 0; e < 3; e++) m[e] += T[e];
+    csm_m3_mul_v3(b->Iinv, m, dW);
+    for (int e = 0; e < 3; e++) {
+        dD[e] = b->pinned ? 0.0 : J[e] / b->M;
+        dW[e] = b->pinned ? 0.0 : dW[e];
+    }
+}
+
+/* Moves object o's particles rigidly by (dD, dW), and its body with them. */
+static void shove(const csm_world *w, int32_t o, csm_hold_body *b, const double dD[3], const double dW[3], double *x)
+{
+    if (b->pinned) return;
+    for (int32_t i = w->object_first[o]; i < w->object_first[o + 1]; i++) {
+        double q[3] = {x[3 * i] - b->com[0], x[3 * i + 1] - b->com[1], x[3 * i + 2] - b->com[2]}, t[3];
+        csm_v3_cross(dW, q, t);
+        for (int e = 0; e < 3; e++) x[3 * i + e] += dD[e] + t[e];
+    }
+    for (int e = 0; e < 3; e++) {
+        b->com[e] += dD[e];
+        b->D[e] += dD[e];
+        b->W[e] += dW[e];
+    }
+}
+
+/* The relative motion of A against B at p under their rigid displacements (DA, WA) and (DB, WB):
+   the slip across n (along the frame's t1, t2) and the turn about n (the frame's third row). */
+static void relative_motion(const csm_hold_body *A, const csm_hold_body *B, const double p[3], const double frame[9],
+                            const double DA[3], const double WA[3], const double DB[3], const double WB[3],
+                            double out[3])
+{
+    double ra[3] = {p[0] - A->com[0], p[1] - A->com[1], p[2] - A->com[2]};
+    double rb[3] = {p[0] - B->com[0], p[1] - B->com[1], p[2] - B->com[2]}, ta[3], tb[3], u[3], turn[3];
+    csm_v3_cross(WA, ra, ta);
+    csm_v3_cross(WB, rb, tb);
+    for (int e = 0; e < 3; e++) {
+        u[e] = DA[e] + ta[e] - DB[e] - tb[e];
+        turn[e] = WA[e] - WB[e];
+    }
+    out[0] = csm_v3_dot(u, &frame[0]);
+    out[1] = csm_v3_dot(u, &frame[3]);
+    out[2] = csm_v3_dot(turn, &frame[6]);
+}
+
+/* One hold: the impulse and couple that stop r's relative slip and turn, within Coulomb's bound. */
+static void hold_one(csm_contacts *c, const csm_world *w, csm_contact_hold *r, double *x)
+{
+    csm_hold_body *A = &c->hold_body[r->a], *B = &c->hold_body[r->b];
+    if (A->pinned && B->pinned) return;
+    const double *n = r->n, *xc = r->xc;
+    double frame[9], rhs[3], G[9], Ginv[9], z[3];
+    csm_v3_tangents(n, &frame[0], &frame[3]);
+    memcpy(&frame[6], n, 3 * sizeof *n);
+    relative_motion(A, B, xc, frame, A->D, A->W, B->D, B->W, rhs);
+    double size = 1.0 / sqrt(A->M * csm_m3_frobenius(A->Iinv)); /* about its radius of gyration */
+    int turns = r->twist > 1e-9 * r->slack * size;               /* a single point holds no turn */
+    for (int col = 0; col < 3; col++) { /* the Delassus operator: what a unit of each moves */
+        double J[3], T[3], minus[3], mT[3], dDA[3], dWA[3], dDB[3], dWB[3], out[3];
+        for (int e = 0; e < 3; e++) {
+            J[e] = col < 2 ? frame[3 * col + e] : 0.0;
+            T[e] = col == 2 ? n[e] : 0.0;
+            minus[e] = -J[e];
+            mT[e] = -T[e];
+        }
+        impulse_change(A, xc, J, T, dDA, dWA);
+        impulse_change(B, xc, minus, mT, dDB, dWB);
+        relative_motion(A, B, xc, frame, dDA, dWA, dDB, dWB, out);
+        for (int row = 0; row < 3; row++) G[3 * row + col] = out[row];
+    }
+    if (!turns) G[2] = G[5] = G[6] = G[7] = 0, G[8] = 1, rhs[2] = 0;
+    if (!(csm_m3_inverse(G, Ginv) != 0)) return;
+    csm_m3_mul_v3(Ginv, rhs, z);
+    /* Coulomb: the step's holds, this one scaled by f, within the friction left */
+    double lin = hypot(z[0], z[1]), ang = turns ? fabs(z[2]) : 0.0;
+    double room = 1.0 - r->used[0] / r->slack - (turns ? r->used[1] / r->twist : 0.0);
+    double need = lin / r->slack + (turns ? ang / r->twist : 0.0);
+    if (!(need > 0) || !(room > 0)) return;
+    double f = fmin(1.0, room / need), J[3], T[3], minus[3], mT[3], dD[3], dW[3];
+    r->used[0] += f * lin;
+    r->used[1] += f * ang;
+    for (int e = 0; e < 3; e++) {
+        J[e] = -f * (z[0] * frame[e] + z[1] * frame[3 + e]);
+        T[e] = -f * z[2] * n[e];
+        minus[e] = -J[e];
+        mT[e] = -T[e];
+    }
+    impulse_change(A, xc, J, T, dD, dW);
+    shove(w, r->a, A, dD, dW, x);
+    impulse_change(B, xc, minus, mT, dD, dW);
+    shove(w, r->b, B, dD, dW, x);
+}
+
+int csm_contacts_hold(csm_contacts *c, const csm_world *w, double *x)
+{
+    if (c->cfg.method != CSM_CONTACT_PARTICLES || !(c->cfg.friction > 0) ||
+        c->cfg.response != CSM_CONTACT_RESPONSE_BODY || !c->x0)
+        return 0;
+    if (!c->hold_ready && holds_list(c, w)) return -1;
+    if (c->nholds == 0) return 0;
+    regions_at(c, w, x);
+    for (int32_t o = 0; o < w->nobjects; o++) c->hold_body[o].needed = 0;
+    for (int32_t h = 0; h < c->nholds; h++)
+        if (c->holds[h].weight > 0) c->hold_body[c->holds[h].a].needed = c->hold_body[c->holds[h].b].needed = 1;
+    for (int32_t o = 0; o < w->nobjects; o++)
+        if (c->hold_body[o].needed) body_at(w, c->x0, x, o, &c->hold_body[o]);
+    for (int32_t h = 0; h < c->nholds; h++)
+        if (c->holds[h].weight > 0) hold_one(c, w, &c->holds[h], x);
+    return 0;
+}
