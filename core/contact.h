@@ -76,7 +76,7 @@ typedef struct csm_contact_cfg {
     double cut;      /* cluster_proxies: a bounding plane is kept when closer to the centre than cut times the radius */
     int reaction;    /* cluster_proxies: CSM_REACTION_* */
     int normal;      /* particles: CSM_NORMAL_* */
-    double restitution;      /* particles: Newton's e between two objects as rigid bodies (0: none added) */
+    double restitution;      /* Newton's e between two objects as rigid bodies (0: none added) */
     double bounce_threshold; /* m/s: approaches slower than this get no restitution */
     int response;            /* CSM_CONTACT_RESPONSE_*: body adds static friction between objects as rigid bodies */
 } csm_contact_cfg;

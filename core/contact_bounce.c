@@ -6,7 +6,9 @@
    between objects is perfectly inelastic as far as the pushes go; the bodies' own strain springs
    back by what it holds, whatever e is. Here the contact region of two objects A and B is every
    pair (or surface patch) between them that pushed this step, weighted by its push: its normal
-   n (from B to A), its centre x_c, and how far apart its particles were at the step's start. The
+   n (from B to A), its centre x_c, and how far apart its particles were at the step's start
+   (cluster_proxies: each particle pushed out of a cluster of the other, at the particle, the
+   gap how far outside the proxy it started). The
    two bodies' rigid motions (from their momenta and angular momenta, I their inertias about their
    centres of mass) give the region's relative normal velocity u_n = n . (v_A(x_c) - v_B(x_c))
    after the step, and as the step began (its velocities then plus the step's forces) the
@@ -159,7 +161,12 @@ int csm_contacts_bounce(csm_contacts *c, csm_world *w, double h)
     double e = c->cfg.restitution;
     if (!(e > 0) || !w->v_step || !c->x0) return 0;
     c->nregions = 0;
-    for (int32_t q = 0; q < c->npairs; q++) {
+    for (int32_t q = 0; q < c->npairs && c->cfg.method == CSM_CONTACT_PROXIES; q++) { /* (particle, cluster) */
+        int32_t i = c->pair[2 * q], o = csm_cluster_object(w, c->pair[2 * q + 1]);
+        if (P->object[i] == o || !(c->lambda[2 * q] > 0)) continue;
+        if (add(c, P->object[i], o, c->lambda[2 * q], &c->normal[3 * q], &P->x[3 * i], csm_proxies_gap(c, q))) return -1;
+    }
+    for (int32_t q = 0; q < c->npairs && c->cfg.method == CSM_CONTACT_PARTICLES; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
         if (P->object[i] == P->object[j] || !(c->lambda[2 * q] > 0) || (w->surface && c->covered[q])) continue;
         const double *xi = &P->x[3 * i], *xj = &P->x[3 * j], *n = &c->normal[3 * q];

@@ -23,6 +23,9 @@ int csm_contacts_pairs_ready(csm_contacts *c);
 int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x);
 void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x);
 double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double *x, int32_t *pair);
+/* How far pair q's particle lay outside its cluster's proxy at the step's start, in the proxy's
+   rest space (0: inside): the gap the two closed in the step, for restitution (contact_bounce.c). */
+double csm_proxies_gap(const csm_contacts *c, int32_t q);
 
 /* contact.normal surface (contact_surface.c): after the pairs are found, the patches that hold
    particles off other objects' surfaces, and the pairs they cover (positions x0: the step's

@@ -579,3 +579,9 @@ double csm_proxies_depth(const csm_contacts *c, const csm_world *w, const double
     }
     return deepest;
 }
+
+double csm_proxies_gap(const csm_contacts *c, int32_t q)
+{
+    const double *start = &c->reach[8 * q + 4];
+    return start[3] > 0 ? 0.0 : proxy_outside(&c->proxy[PROXY_STRIDE * c->pair[2 * q + 1]], start);
+}

@@ -163,7 +163,7 @@ int csm_sim_step(csm_sim *sim, double h, csm_error *err)
     if (sim->integrator->step(w, sim->integrator_state, h, err)) return -1;
     if (kc) {
         if (project_after(sim, h) || kc->failed ||
-            (kc->contact && kc->contacts.cfg.method == CSM_CONTACT_PARTICLES && csm_contacts_bounce(&kc->contacts, w, h)))
+            (kc->contact && csm_contacts_bounce(&kc->contacts, w, h)))
             return csm_fail(err, CSM_EXIT_FAILURE, "out of memory for the colliders and contacts");
         /* contact's work, kc->work (a moving collider's pushes), is in its share of the budget */
         if ((kc->contact && kc->contacts.npairs > 0) || kc->work != 0) sim->contact_acted = 1;

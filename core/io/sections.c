@@ -65,7 +65,7 @@ const csm_param_spec csm_contact_params[] = {
                     "meet interlock, and a body on another grips it even without friction)",
                     "surface|centres", 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("restitution", CSM_REAL, csm_config, contact.restitution, 0, 0, 1,
-                    "particles: Newton's coefficient of restitution between two objects, applied after the step to "
+                    "Newton's coefficient of restitution between two objects, applied after the step to "
                     "each two that touched as rigid bodies, by one impulse at their contact region's centre "
                     "(momentum and angular momentum kept). 0: none added (the pushes stop the bodies against "
                     "each other; what their strain gives back is theirs)", NULL, 0, 0, 0, NULL, 0),
