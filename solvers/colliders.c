@@ -332,9 +332,9 @@ static void body_restitution(csm_world *w, const collider *c, double h)
    them, |J| h / B + |tau| h / B_turn <= 1 with B = sum_i m_i (mu push_i - held_i) (impulses times h)
    and B_turn = sum_i m_i (mu push_i - held_i) |rho_i| (what is left of each point's Coulomb force
    turns at that point's arm: a patch resists a turn up to mu sum_i N_i |rho_i|, a point none),
-   else scaled down to what they cover (kinetic). It moves the whole object rigidly, velocities and positions over
-   the step, so the strain stays as it is, a rolling body's region (which does not slip) keeps its
-   roll, and a body spinning on its face slows by Coulomb's torque. The impulse takes no more than
+   else scaled down to what they cover (kinetic). It moves the whole object rigidly, velocities
+   and positions over the step, so the strain stays as it is, a rolling body's region (which does
+   not slip) keeps its roll, and a body spinning on its face slows by Coulomb's torque. The impulse takes no more than
    stops the region, so it never adds energy. What it uses is charged to the particles' budgets,
    in proportion, for the velocity response that follows. Objects with pinned particles are not
    free bodies: the particles' rule holds them alone. */
@@ -383,7 +383,7 @@ static void body_friction(csm_world *w, collider *c, const placed *pl, double h)
             spread += P->mass[i] * csm_v3_dot(rho, rho);
             twist += P->mass[i] * (mu * c->touch[i].push - c->touch[i].held) * csm_v3_norm(rho);
         }
-        int turns = spread > 0 && twist > 1e-9 * budget;
+        int turns = spread > 0 && twist > 1e-9 * budget * sqrt(spread / mc); /* a point holds no turn */
         double com[3], Iinv[9], r[3], frame[9], G[9], Ginv[9], z[3], rhs[3] = {0, 0, turns ? turn / spread : 0.0};
         for (int d = 0; d < 3; d++) s[d] /= mc;
         csm_v3_tangents(n, &frame[0], &frame[3]);
