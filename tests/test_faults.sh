@@ -263,6 +263,19 @@ corrupt() {
 }
 corrupt long_time "a longer /frames/time" "t=f['frames/time']; t.resize((t.shape[0] + 5,))" "corrupt log: /frames/time holds"
 corrupt bad_offsets "offsets past the members" "f['clusters/offsets'][-1] = 10**6" "corrupt log: /clusters/offsets row"
+# a frame begun but not complete: its rows in the frame datasets, not yet in /frames/time (what a
+# reader of a live log sees when the writer goes on between two reads); read with /frames/time's frames
+cp "$tmp/bar_linear.h5" "$tmp/begun.h5"
+"$py" -c "
+import h5py,sys
+f=h5py.File(sys.argv[1],'r+')
+for n in ('frames/positions','frames/velocities'):
+    d=f[n]; d.resize((d.shape[0] + 1,) + d.shape[1:])" "$tmp/begun.h5"
+Tb=$("$py" -c "import h5py,sys; print(len(h5py.File(sys.argv[1])['frames/time']))" "$tmp/begun.h5")
+"$csm" info "$tmp/begun.h5" >"$tmp/begun.txt" 2>&1
+check "a frame begun past /frames/time: csm info reads the log (exit $?)" grep -qE "^  frames +$Tb " "$tmp/begun.txt"
+nb=$(grep -c "<Time " "$tmp/begun.xmf" 2>/dev/null)
+check "... and the sidecar it writes holds the $Tb complete frames ($nb)" [ "$nb" = "$Tb" ]
 out=$(PYTHONPATH="$root/python" "$py" -c "import csm,sys; l=csm.open(sys.argv[1]); l.clusters(len(l.time) - 1)" "$tmp/bad_offsets.h5" 2>&1)
 check "... the reader raises, allocating nothing" grep -q "ValueError: corrupt log" <(printf '%s\n' "$out")
 

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 /* A log is written in HDF5's single-writer/multiple-reader mode (SWMR): the superblock marks the
    file as open for writing until the writer closes it, and ordinary readers refuse a file so
@@ -113,6 +114,19 @@ static hid_t open_unmarked(const char *path, int *live, char *note, int size)
     return f;
 }
 
+/* Whether a process holds the log's lock: a run writing it, or a resume or run opening or
+   closing it. */
+static int lock_held(const char *path)
+{
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    if (access(lock, F_OK) != 0) return 0;
+    csm_error err;
+    int fd = csm_lock_share(lock, path, "log", &err);
+    if (fd >= 0) csm_lock_drop(fd, NULL);
+    return fd == -1;
+}
+
 int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, int size)
 {
     note[0] = '\0';
@@ -123,6 +137,13 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
     if (f >= 0) return f;
     /* marked as open for writing: a live run, or one that was killed */
     f = swmr_open(path);
+    /* A reader can catch a live writer between two writes often enough to spend its few metadata
+       read attempts (SWMR_READ_ATTEMPTS): while the writer holds the lock, it opens again every
+       20 ms for up to 2 s before taking the log for one opened or closed outside SWMR. */
+    for (int k = 0; f < 0 && k < 100 && lock_held(path); k++) {
+        nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000}, NULL);
+        f = swmr_open(path);
+    }
     if (f < 0) return open_unmarked(path, live, note, size);
     char host[256] = "";
     int writer = writer_state(f, host, sizeof host);
@@ -280,23 +301,28 @@ static int dims_of(hid_t f, const char *name, hsize_t dims[3])
     return rank;
 }
 
+/* /frames/time is read first: a writer appends it last each frame (log.c), so its rows are the
+   complete frames, and a writer going on between two reads of a live log can only have added rows
+   to the datasets read after it. Every reader takes that many frames; the frame datasets must
+   hold at least as many (more: a frame in progress, or frames written since). */
 int csm_log_check_shapes(int64_t file, char *why, int size)
 {
     hid_t f = (hid_t)file;
     hsize_t p[3], t[3], v[3], m[3], o[3];
+    int rt = dims_of(f, "/frames/time", t);
     int rp = dims_of(f, "/frames/positions", p);
     if (rp < 0) return 0; /* not a log with frames: the callers say what they miss */
     if (rp != 3 || p[2] != 3) {
         snprintf(why, (size_t)size, "/frames/positions is not (T, n, 3)");
         return -1;
     }
-    if (dims_of(f, "/frames/time", t) != 1 || t[0] != p[0]) {
+    if (rt != 1 || t[0] > p[0]) {
         snprintf(why, (size_t)size, "/frames/time holds %llu rows, /frames/positions %llu frames",
                  (unsigned long long)t[0], (unsigned long long)p[0]);
         return -1;
     }
     int rv = dims_of(f, "/frames/velocities", v);
-    if (rv >= 0 && (rv != 3 || v[0] != p[0] || v[1] != p[1] || v[2] != 3)) {
+    if (rv >= 0 && (rv != 3 || v[0] < t[0] || v[1] != p[1] || v[2] != 3)) {
         snprintf(why, (size_t)size, "/frames/velocities is not the shape of /frames/positions");
         return -1;
     }

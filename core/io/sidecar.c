@@ -70,7 +70,8 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     hid_t space = H5Dget_space(pos);
     H5Sget_simple_extent_dims(space, dims, NULL);
     H5Sclose(space);
-    hsize_t T = dims[0], n = dims[1];
+    /* the complete frames are /frames/time's rows: a live writer may have begun the next one */
+    hsize_t T = dims[0] < times.total ? dims[0] : times.total, n = dims[1];
     int has_goals = H5Lexists(file, "/frames/goals", H5P_DEFAULT) > 0;
     H5Dclose(pos);
     /* speed, displacement and the nearest cluster, in the view file beside the log (view.c) */
