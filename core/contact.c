@@ -51,6 +51,7 @@ void csm_contacts_free(csm_contacts *c)
     free(c->owner);
     free(c->boxes);
     free(c->swept);
+    free(c->near);
     free(c->regions);
     free(c->holds);
     free(c->hold_of);
@@ -93,13 +94,14 @@ int csm_contacts_excluded(const csm_contacts *c, const csm_world *w, int32_t i, 
     return 0;
 }
 
-/* The pairs within 2 d at positions p, appended to the list. */
-static int pairs_at(csm_contacts *c, const csm_world *w, const double *p)
+/* The pairs within 2 d at positions p among the nid particles ids (increasing), appended to the
+   list in the order a grid of all n would give them. */
+static int pairs_at(csm_contacts *c, const csm_world *w, const double *p, const int32_t *ids, int32_t nid)
 {
-    int32_t n = w->P.n;
     double search = 2.0 * c->distance, inv = 1.0 / search, s2 = search * search;
-    if (csm_contacts_grid_sort(c, p, 3, n, inv)) return -1;
-    for (int32_t i = 0; i < n; i++) {
+    if (csm_contacts_grid_sort(c, p, 3, w->P.n, ids, nid, inv)) return -1;
+    for (int32_t k = 0; k < nid; k++) {
+        int32_t i = ids[k];
         const double *xi = &p[3 * i];
         uint32_t seen[27];
         int nseen = csm_contacts_grid_around(c, xi, inv, seen);
@@ -150,55 +152,59 @@ static int32_t path_samples(double len, double d)
     return len > 0.25 * d ? (int32_t)fmin(ceil(len / (0.5 * d)), CSM_CONTACT_SWEEP) : 0;
 }
 
-/* The broad phase lists the pairs within 2 d at the predicted positions x. When a particle
-   travels more than d / 4 over the step the step is swept: the grid holds each particle where it
-   ends and each that travels more than d / 4 also at points along its line from x0 to x, d / 2
-   apart, so that every point of a particle's path lies within d / 4 of one of its points and two
-   particles that come within d during the step have points within 1.5 d. Any two particles with
-   points within 2 d are listed, once, in increasing (i, j), if they meet within d during the step
-   or end within 2 d. A pair that crosses during the step is held by its constraint along its
-   direction at the step's start, which it crossed: two bodies cannot pass through each other
-   however fast they meet, up to CSM_CONTACT_SWEEP / 2 contact distances of travel a step. Only
-   the fast particles whose paths reach another object's box over the step (grown by 2 d) add
-   points: a body falling alone sweeps nothing. */
+/* The broad phase lists the pairs within 2 d at the predicted positions x. Without `self` only
+   the particles whose path over the step reaches another object's box over it, grown by 2 d, go
+   into the grid: two particles of two objects within 2 d of each other each lie within 2 d of the
+   other's box, so no pair is lost, and a body alone, or far from the others, lists none of its
+   own (with more than CSM_CONTACT_BOX_OBJECTS objects, every particle goes in and the boxes are
+   only asked of the fast ones). When a particle travels more than d / 4 over the step the step is
+   swept: the grid holds each particle where it ends and each that travels more than d / 4 also
+   at points along its line from x0 to x, d / 2 apart, so that every point of a particle's path
+   lies within d / 4 of one of its points and two particles that come within d during the step
+   have points within 1.5 d. Any two particles with points within 2 d are listed, once, in
+   increasing (i, j), if they meet within d during the step or end within 2 d. A pair that crosses
+   during the step is held by its constraint along its direction at the step's start, which it
+   crossed: two bodies cannot pass through each other however fast they meet, up to
+   CSM_CONTACT_SWEEP / 2 contact distances of travel a step. Only the fast particles whose paths
+   reach another object's box add points: a body falling alone sweeps nothing. */
 static int sweep(csm_contacts *c, const csm_world *w, const double *x)
 {
-    int32_t n = w->P.n;
-    double travel = 0, d = c->distance;
-    for (int32_t i = 0; c->x0 && i < n; i++) {
-        double v[3] = {x[3 * i] - c->x0[3 * i], x[3 * i + 1] - c->x0[3 * i + 1], x[3 * i + 2] - c->x0[3 * i + 2]};
-        travel = fmax(travel, csm_v3_dot(v, v));
-    }
-    if (!(sqrt(travel) > 0.25 * d)) return pairs_at(c, w, x) ? -1 : 0;
-    /* each object's box over the step, grown by 2 d: a particle's path needs points only where it
-       can meet another object's (or, with `self`, any) */
-    int32_t nobj = w->nobjects;
+    int32_t n = w->P.n, nobj = w->nobjects;
+    double d = c->distance;
+    const double *x0 = c->x0 ? c->x0 : x;
+    /* each object's box over the step, grown by 2 d */
     if (csm_grow((void **)&c->boxes, &c->cap_boxes, 6 * (int64_t)nobj, sizeof *c->boxes) ||
-        csm_grow((void **)&c->swept, &c->cap_swept, n, sizeof *c->swept))
+        csm_grow((void **)&c->swept, &c->cap_swept, n, sizeof *c->swept) ||
+        csm_grow((void **)&c->near, &c->cap_near, n, sizeof *c->near))
         return -1;
     for (int32_t o = 0; o < nobj; o++)
         for (int e = 0; e < 3; e++) c->boxes[6 * o + e] = INFINITY, c->boxes[6 * o + 3 + e] = -INFINITY;
     for (int32_t i = 0; i < n; i++) {
         double *b = &c->boxes[6 * w->P.object[i]];
         for (int e = 0; e < 3; e++) {
-            b[e] = fmin(b[e], fmin(c->x0[3 * i + e], x[3 * i + e]) - 2 * d);
-            b[3 + e] = fmax(b[3 + e], fmax(c->x0[3 * i + e], x[3 * i + e]) + 2 * d);
+            b[e] = fmin(b[e], fmin(x0[3 * i + e], x[3 * i + e]) - 2 * d);
+            b[3 + e] = fmax(b[3 + e], fmax(x0[3 * i + e], x[3 * i + e]) + 2 * d);
         }
     }
+    int filter = !c->cfg.self && nobj <= CSM_CONTACT_BOX_OBJECTS;
+    int32_t nnear = 0;
     int64_t npts = 0;
     for (int32_t i = 0; i < n; i++) {
-        double len = travel_of(c->x0, x, i);
+        double len = travel_of(x0, x, i);
         int32_t m = path_samples(len, d), near = c->cfg.self, near_object = w->P.object[i];
-        for (int32_t o = 0; m && !near && o < nobj; o++) {
+        for (int32_t o = 0; (m || filter) && !near && o < nobj; o++) {
             if (o == w->P.object[i]) continue;
             const double *b = &c->boxes[6 * o];
             near = 1;
             for (int e = 0; e < 3 && near; e++)
-                near = fmin(c->x0[3 * i + e], x[3 * i + e]) <= b[3 + e] && fmax(c->x0[3 * i + e], x[3 * i + e]) >= b[e];
+                near = fmin(x0[3 * i + e], x[3 * i + e]) <= b[3 + e] && fmax(x0[3 * i + e], x[3 * i + e]) >= b[e];
             if (near) near_object = o;
         }
         c->swept[i] = near ? m : 0;
-        npts += 1 + c->swept[i];
+        if (near || !filter) {
+            c->near[nnear++] = i;
+            npts += 1 + c->swept[i];
+        }
         if (near && len > 0.5 * d * CSM_CONTACT_SWEEP && len > c->outran) {
             c->outran = len;
             c->outran_time = w->time;
@@ -206,23 +212,24 @@ static int sweep(csm_contacts *c, const csm_world *w, const double *x)
             c->outran_object = near_object;
         }
     }
-    if (npts == n) return pairs_at(c, w, x) ? -1 : 0; /* no path meets another object's box */
-    /* the points: each particle where it ends, and one that travels more than d / 4 near another
-       object also along its path, d / 2 apart */
+    c->nnear = nnear;
+    if (npts == nnear) return pairs_at(c, w, x, c->near, nnear) ? -1 : 0; /* no path is swept */
+    /* the points: each such particle where it ends, and one that travels more than d / 4 near
+       another object also along its path, d / 2 apart */
     if (npts > INT32_MAX / 2 || csm_grow((void **)&c->sample, &c->cap_sample, 3 * npts, sizeof *c->sample) ||
         csm_grow((void **)&c->owner, &c->cap_owner, npts, sizeof *c->owner))
         return -1;
     int64_t at = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t m = c->swept[i];
-        for (int32_t k = 0; k <= m; k++, at++) {
-            double f = m ? (double)k / m : 1.0;
-            for (int e = 0; e < 3; e++) c->sample[3 * at + e] = c->x0[3 * i + e] + f * (x[3 * i + e] - c->x0[3 * i + e]);
+    for (int32_t k = 0; k < nnear; k++) {
+        int32_t i = c->near[k], m = c->swept[i];
+        for (int32_t s = 0; s <= m; s++, at++) {
+            double f = m ? (double)s / m : 1.0;
+            for (int e = 0; e < 3; e++) c->sample[3 * at + e] = x0[3 * i + e] + f * (x[3 * i + e] - x0[3 * i + e]);
             c->owner[at] = i;
         }
     }
     double search = 2.0 * d, inv = 1.0 / search, s2 = search * search;
-    if (csm_contacts_grid_sort(c, c->sample, 3, (int32_t)npts, inv)) return -1;
+    if (csm_contacts_grid_sort(c, c->sample, 3, (int32_t)npts, NULL, 0, inv)) return -1;
     for (int32_t p = 0; p < (int32_t)npts; p++) {
         const double *xp = &c->sample[3 * (int64_t)p];
         int32_t i = c->owner[p];
@@ -244,7 +251,7 @@ static int sweep(csm_contacts *c, const csm_world *w, const double *x)
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
         if (kept && c->pair[2 * (kept - 1)] == i && c->pair[2 * (kept - 1) + 1] == j) continue;
         double e[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
-        if (csm_v3_dot(e, e) >= 4 * d * d && !meet(c->x0, x, i, j, d)) continue;
+        if (csm_v3_dot(e, e) >= 4 * d * d && !meet(x0, x, i, j, d)) continue;
         c->pair[2 * kept] = i;
         c->pair[2 * kept++ + 1] = j;
     }

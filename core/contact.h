@@ -35,6 +35,8 @@ enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES, CSM_CONTACT_PROXIES };
 /* The most positions along a step the broad phase of particles samples (contact.c particles_find):
    relative travel up to half this many contact distances a step is swept whole. */
 enum { CSM_CONTACT_SWEEP = 1024 };
+/* Up to this many objects the broad phase asks each particle which other objects' boxes it reaches. */
+enum { CSM_CONTACT_BOX_OBJECTS = 64 };
 /* contact.reaction of cluster_proxies: who moves when a particle is pushed out of a proxy */
 enum { CSM_REACTION_RIGID, CSM_REACTION_JONES2015 };
 /* contact.normal of particles: what a particle of one object is pushed along by another's */
@@ -107,7 +109,9 @@ typedef struct csm_contacts {
     int32_t *owner;             /* each point's particle */
     double *boxes;              /* [6 objects] each object's box over the step, grown by 2 d */
     int32_t *swept;             /* [n] the points each particle's path adds */
-    int64_t cap_owner, cap_boxes, cap_swept;
+    int32_t *near;              /* the particles the grid holds: those that can meet another object (contact.c sweep) */
+    int32_t nnear;
+    int64_t cap_owner, cap_boxes, cap_swept, cap_near;
     csm_contact_region *regions; /* contact_bounce.c's, one per two objects that touched */
     int32_t nregions;
     int64_t cap_regions;

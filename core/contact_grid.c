@@ -22,27 +22,30 @@ static uint32_t hash_cell(int64_t a, int64_t b, int64_t c, uint32_t mask)
     return (uint32_t)h & mask;
 }
 
-/* Counting sort of n points (stride doubles apart) into the hashed cells of size 1 / inv:
-   c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b holds
-   sorted[cell_start[b], cell_start[b + 1]). Returns -1 when out of memory. */
-int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, double inv)
+/* Counting sort of points into the hashed cells of size 1 / inv, in about 2 buckets a point of n
+   (stride doubles apart): all n, or with ids only the nid points listed there, in increasing
+   order. c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b
+   holds sorted[cell_start[b], cell_start[b + 1]); a point left out changes neither the buckets
+   nor the order of the others. Returns -1 when out of memory. */
+int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, const int32_t *ids, int32_t nid,
+                           double inv)
 {
-    int32_t buckets = 1;
+    int32_t buckets = 1, m = ids ? nid : n;
     while (buckets < 2 * n && buckets < (1 << 30)) buckets <<= 1;
     c->buckets = buckets;
     if (csm_grow((void **)&c->cell_start, &c->cap_start, (int64_t)buckets + 1, sizeof *c->cell_start) ||
-        csm_grow((void **)&c->sorted, &c->cap_sorted, n, sizeof *c->sorted) ||
-        csm_grow((void **)&c->bucket, &c->cap_bucket, n, sizeof *c->bucket))
+        csm_grow((void **)&c->sorted, &c->cap_sorted, m, sizeof *c->sorted) ||
+        csm_grow((void **)&c->bucket, &c->cap_bucket, m, sizeof *c->bucket))
         return -1;
     uint32_t mask = (uint32_t)buckets - 1;
     memset(c->cell_start, 0, sizeof *c->cell_start * ((size_t)buckets + 1));
-    for (int32_t i = 0; i < n; i++) {
-        const double *xi = &pts[(size_t)stride * i];
-        c->bucket[i] = hash_cell(cell_of(xi[0], inv), cell_of(xi[1], inv), cell_of(xi[2], inv), mask);
-        c->cell_start[c->bucket[i] + 1]++;
+    for (int32_t k = 0; k < m; k++) {
+        const double *xi = &pts[(size_t)stride * (ids ? ids[k] : k)];
+        c->bucket[k] = hash_cell(cell_of(xi[0], inv), cell_of(xi[1], inv), cell_of(xi[2], inv), mask);
+        c->cell_start[c->bucket[k] + 1]++;
     }
     for (int32_t b = 0; b < buckets; b++) c->cell_start[b + 1] += c->cell_start[b];
-    for (int32_t i = 0; i < n; i++) c->sorted[c->cell_start[c->bucket[i]]++] = i;
+    for (int32_t k = 0; k < m; k++) c->sorted[c->cell_start[c->bucket[k]]++] = ids ? ids[k] : k;
     for (int32_t b = buckets; b > 0; b--) c->cell_start[b] = c->cell_start[b - 1];
     c->cell_start[0] = 0;
     return 0;

@@ -7,10 +7,13 @@
 #include "contact.h"
 #include "world.h"
 
-/* Counting sort of n points (stride doubles apart) into the hashed cells of size 1 / inv:
-   c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b holds
-   sorted[cell_start[b], cell_start[b + 1]). Returns -1 when out of memory. */
-int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, double inv);
+/* Counting sort of points into the hashed cells of size 1 / inv, in about 2 buckets a point of n
+   (stride doubles apart): all n, or with ids only the nid points listed there, in increasing
+   order. c->sorted lists the point ids bucket by bucket, increasing within one, and bucket b
+   holds sorted[cell_start[b], cell_start[b + 1]); a point left out changes neither the buckets
+   nor the order of the others. Returns -1 when out of memory. */
+int csm_contacts_grid_sort(csm_contacts *c, const double *pts, int stride, int32_t n, const int32_t *ids, int32_t nid,
+                           double inv);
 /* The buckets of the 27 cells around point q, each once (two cells may share a bucket); returns
    how many. */
 int csm_contacts_grid_around(const csm_contacts *c, const double q[3], double inv, uint32_t seen[27]);

@@ -379,7 +379,7 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
     }
     /* two spheres that overlap within d have centres closer than 2 widest + d: neighbouring cells */
     double inv = 1.0 / (2.0 * widest + c->distance);
-    if (csm_contacts_grid_sort(c, c->sphere, SPHERE_STRIDE, k, inv)) return -1;
+    if (csm_contacts_grid_sort(c, c->sphere, SPHERE_STRIDE, k, NULL, 0, inv)) return -1;
     for (int32_t i = 0; i < n; i++) c->stamp[i] = -1;
     for (int32_t a = 0; a < k; a++) {
         const double *sa = &c->sphere[SPHERE_STRIDE * a];

@@ -34,10 +34,44 @@ static int cmp_pair(const void *a, const void *b)
     return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0]) : (p[1] > q[1]) - (p[1] < q[1]);
 }
 
+/* The pairs of positions x the broad phase lists are exactly those a check of every pair finds
+   within twice the contact distance and not excluded; returns how many. */
+static int32_t check_brute_force(csm_contacts *c, const csm_world *w, const double *x, const char *what)
+{
+    int32_t n = w->P.n;
+    assert_int_equal(csm_contacts_find(c, w, x), 0);
+    int32_t np = c->npairs;
+    int32_t *found = malloc(sizeof *found * 2 * (size_t)(np + 1));
+    assert_non_null(found);
+    memcpy(found, c->pair, sizeof *found * 2 * (size_t)np);
+    qsort(found, (size_t)np, 2 * sizeof *found, cmp_pair);
+    int32_t nb = 0, cap = 1024, *brute = malloc(sizeof *brute * 2 * (size_t)cap);
+    assert_non_null(brute);
+    double s = 2.0 * c->distance;
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = i + 1; j < n; j++) {
+            double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= s * s || csm_contacts_excluded(c, w, i, j)) continue;
+            if (nb == cap) brute = realloc(brute, sizeof *brute * 2 * (size_t)(cap *= 2));
+            assert_non_null(brute);
+            brute[2 * nb] = i;
+            brute[2 * nb + 1] = j;
+            nb++;
+        }
+    printf("%s: %d pairs found, %d by brute force, %d of %d particles in the grid\n", what, np, nb, c->nnear, n);
+    assert_int_equal(np, nb);
+    assert_memory_equal(found, brute, sizeof *found * 2 * (size_t)np);
+    free(found);
+    free(brute);
+    return np;
+}
+
 /* The broad phase lists exactly the pairs within twice the contact distance that are not
-   excluded, as a check of every pair finds them, on particles scattered at random through a box
+   excluded, as a check of every pair finds them: on particles scattered at random through a box
    (so that many share a cell, and the grid's hash folds distant cells together), with and
-   without self-contact. */
+   without self-contact; on the three bodies set apart but for 0.1 m, where only the particles
+   near another body's box go into the grid; and on a scene of more objects than the broad phase
+   asks boxes of, where every particle goes in. */
 static void test_broad_phase_is_brute_force(void **state)
 {
     (void)state;
@@ -52,38 +86,45 @@ static void test_broad_phase_is_brute_force(void **state)
         assert_non_null(x);
         csm_rng rng;
         csm_rng_seed(&rng, 7, (uint64_t)self);
+        char what[64];
         for (int trial = 0; trial < 3; trial++) {
             double side = trial == 0 ? 0.5 : trial == 1 ? 1.5 : 40.0; /* dense, sparse, and far apart */
             for (int64_t a = 0; a < 3 * (int64_t)n; a++) x[a] = side * csm_rng_uniform(&rng) - 0.5 * side + 1e3 * (trial == 2);
-            assert_int_equal(csm_contacts_find(c, w, x), 0);
-            int32_t np = c->npairs;
-            int32_t *found = malloc(sizeof *found * 2 * (size_t)(np + 1));
-            assert_non_null(found);
-            memcpy(found, c->pair, sizeof *found * 2 * (size_t)np);
-            qsort(found, (size_t)np, 2 * sizeof *found, cmp_pair);
-            int32_t nb = 0, cap = 1024, *brute = malloc(sizeof *brute * 2 * (size_t)cap);
-            assert_non_null(brute);
-            double s = 2.0 * c->distance;
-            for (int32_t i = 0; i < n; i++)
-                for (int32_t j = i + 1; j < n; j++) {
-                    double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
-                    if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= s * s || csm_contacts_excluded(c, w, i, j)) continue;
-                    if (nb == cap) brute = realloc(brute, sizeof *brute * 2 * (size_t)(cap *= 2));
-                    assert_non_null(brute);
-                    brute[2 * nb] = i;
-                    brute[2 * nb + 1] = j;
-                    nb++;
-                }
-            printf("self %d, box %g m: %d pairs found, %d by brute force\n", self, side, np, nb);
-            assert_int_equal(np, nb);
-            assert_memory_equal(found, brute, sizeof *found * 2 * (size_t)np);
+            snprintf(what, sizeof what, "self %d, box %g m", self, side);
+            int32_t np = check_brute_force(c, w, x, what);
             if (trial == 0) assert_true(np > 1000); /* the dense box has work to do */
-            free(found);
-            free(brute);
         }
+        /* the bodies as sampled, the ball and the tall box moved to 0.1 m from the cube */
+        for (int32_t i = 0; i < n; i++)
+            for (int e = 0; e < 3; e++)
+                x[3 * i + e] = w->P.x[3 * i + e] - (w->P.object[i] == 1 && e == 0 ? 0.45 : w->P.object[i] == 2 && e == 1 ? 0.4 : 0);
+        snprintf(what, sizeof what, "self %d, three bodies 0.1 m apart", self);
+        int32_t np = check_brute_force(c, w, x, what);
+        assert_true(np > 100);
+        if (!self) assert_true(c->nnear < n / 2); /* the far sides stay out of the grid */
         free(x);
         run_stop(&r);
     }
+    /* more objects than CSM_CONTACT_BOX_OBJECTS: 4 x 4 x 5 small cubes, 0.06 m apart */
+    char text[16384];
+    int len = snprintf(text, sizeof text, "name: many\nseed: 3\nobjects:\n");
+    int count = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int e = 0; e < 5; e++, count++)
+                len += snprintf(text + len, sizeof text - (size_t)len,
+                                "  - {shape: {type: box, size: [0.1, 0.1, 0.1]}, sampling: {type: grid, spacing: 0.05}, "
+                                "mass: 1, position: [%g, %g, %g]}\n", 0.16 * a, 0.16 * b, 0.16 * e);
+    snprintf(text + len, sizeof text - (size_t)len, "clustering: {method: random_radius, radius: 0.1}\n"
+                                                    "contact: {method: particles, radius: 0.03}\n");
+    assert_true(count > CSM_CONTACT_BOX_OBJECTS);
+    run r;
+    run_start_text(&r, "many.yaml", text, NULL, 0);
+    csm_contacts *c = &r.sim.constraints->contacts;
+    int32_t np = check_brute_force(c, &r.sim.w, r.sim.w.P.x, "80 cubes");
+    assert_true(np > 100);
+    assert_int_equal(c->nnear, r.sim.w.P.n);
+    run_stop(&r);
 }
 
 /* A box and a spinning ball thrown at each other off-centre in space, no gravity. */
