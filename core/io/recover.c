@@ -114,6 +114,20 @@ static hid_t open_unmarked(const char *path, int *live, char *note, int size)
     return f;
 }
 
+/* Whether the superblock (version 2 or 3) marks the file as open by a SWMR writer: its file
+   consistency flags (byte 11) hold SWMR write access (0x04) beside write access (0x01). A file
+   open for writing outside SWMR carries 0x01 alone. */
+static int swmr_marked(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    unsigned char sb[12];
+    size_t got = fread(sb, 1, sizeof sb, fp);
+    fclose(fp);
+    static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    return got == sizeof sb && !memcmp(sb, signature, 8) && (sb[8] == 2 || sb[8] == 3) && (sb[11] & 0x04);
+}
+
 /* Whether a process holds the log's lock: a run writing it, or a resume or run opening or
    closing it. */
 static int lock_held(const char *path)
@@ -137,10 +151,12 @@ int64_t csm_log_open_read(const char *path, int recover, int *live, char *note, 
     if (f >= 0) return f;
     /* marked as open for writing: a live run, or one that was killed */
     f = swmr_open(path);
-    /* A reader can catch a live writer between two writes often enough to spend its few metadata
-       read attempts (SWMR_READ_ATTEMPTS): while the writer holds the lock, it opens again every
-       20 ms for up to 2 s before taking the log for one opened or closed outside SWMR. */
-    for (int k = 0; f < 0 && k < 100 && lock_held(path); k++) {
+    /* A reader can catch a live SWMR writer between two writes often enough to spend its few
+       metadata read attempts (SWMR_READ_ATTEMPTS): while the superblock says a SWMR writer has the
+       file and the writer holds the lock, it opens again every 20 ms for up to 2 s. (A file open
+       for writing outside SWMR, a resume restoring or a run closing, never opens in SWMR mode:
+       open_unmarked says so at once.) */
+    for (int k = 0; f < 0 && k < 100 && swmr_marked(path) && lock_held(path); k++) {
         nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000}, NULL);
         f = swmr_open(path);
     }
