@@ -350,14 +350,29 @@ check(np.array_equal(a["frames/positions"][()], b["frames/positions"][()]) and a
 finish()
 PY
 
-# the view file cannot be written (here something is in its way): the run says so and exits 1,
+# the view file cannot be written (here a folder is in its place): the run says so and exits 1,
 # its log complete with status ok and the sidecar naming the log's own datasets (it was silent)
-mkdir -p "$tmp/vw/v.view.hdf5.tmp"
+mkdir -p "$tmp/vw/v.view.hdf5"
 "$csm" run "$tmp/more.yaml" --frames 3 -o "$tmp/vw/v.h5" >"$tmp/vw.txt" 2>&1
 code=$?
 check "a view file that cannot be written: exit 1 ($code)" [ "$code" -eq 1 ]
 check "... says which and why" grep -q "v.view.hdf5: cannot write the view file (Is a directory)" "$tmp/vw.txt"
 check "... with the log ok and its sidecar written" sh -c '"$1" info "$2" | grep -q "status  *ok" && [ -s "$3" ]' sh "$csm" "$tmp/vw/v.h5" "$tmp/vw/v.xmf"
+
+# two writers of one sidecar at once (a run ending and a csm info that found none, or two csm
+# info of a killed run's log): each writes its own files and renames them into place, so both
+# succeed and the sidecar and view file are whole (they shared one temporary name: the second
+# rename failed, and the view file was gone)
+cp "$tmp/full.h5" "$tmp/race.h5"
+bad=0
+for k in 1 2 3 4 5; do
+    rm -f "$tmp/race.xmf" "$tmp/race.view.hdf5"
+    "$csm" info "$tmp/race.h5" >/dev/null 2>&1 &
+    "$csm" info "$tmp/race.h5" >/dev/null 2>&1
+    wait $!
+    { xmllint --noout "$tmp/race.xmf" && [ -s "$tmp/race.view.hdf5" ] && ! ls "$tmp"/race.*tmp; } >/dev/null 2>&1 || bad=$((bad + 1))
+done
+check "two csm info writing one sidecar at once: both whole, nothing left behind ($bad of 5 not)" [ $bad -eq 0 ]
 
 # a billion frames asked: the run's bookkeeping stays bounded (it kept 8 bytes a frame, 8 GB, and
 # aborted under a memory limit with no message); interrupted, it ends as any run does

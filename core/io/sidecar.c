@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 /* The log's path with its extension replaced by `ext`. */
 static void beside(const char *h5path, const char *ext, char *buf, int size)
 {
@@ -86,7 +87,9 @@ int csm_log_write_xdmf(const char *h5path, char *buf, int size, csm_error *err)
     xml_escape(file_name(h5path), base, sizeof base);
     xml_escape(file_name(viewpath), viewname, sizeof viewname);
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", buf);
+    /* a name of this process's own: a run and a csm info that write the same files at once each
+       rename a whole file into place, and neither fails for the other's */
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", buf, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
         csm_rows_close(&times);

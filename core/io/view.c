@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What the view needs of a log's clusters, a frame at a time; the frames' and the versions'
    indexes are read a block at a time (csm_rows), so that writing the view of a long run takes no
@@ -188,7 +189,9 @@ int csm_log_write_view(hid_t log, const char *viewpath, hsize_t T, hsize_t n, in
     cluster_source cs;
     int colour = clusters_open(log, T, &cs) == 0;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", viewpath);
+    /* a name of this process's own: a run and a csm info that write the same files at once each
+       rename a whole file into place, and neither fails for the other's */
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", viewpath, (long)getpid());
     hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     hid_t speed = f >= 0 ? view_dataset(f, "speed", T_F32, T, n, 1, "m/s", "|v_i| of each frame", 0) : -1;
     hid_t disp = f >= 0 ? view_dataset(f, "displacement", T_F32, T, n, 3, "m", "x_i - r_i: from the rest position", 0) : -1;
