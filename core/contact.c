@@ -56,6 +56,7 @@ void csm_contacts_free(csm_contacts *c)
     free(c->holds);
     free(c->hold_of);
     free(c->hold_push);
+    free(c->hold_geom);
     free(c->hold_body);
     free(c->wnormal);
     free(c->adj_start);
@@ -319,8 +320,8 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
                 for (int e = 0; e < 3; e++) slip[e] -= sn * nq[e];
                 /* the tangential push of the step, at most mu times its normal push: the pair
                    sticks while it can, and slides held back by what is left of mu lambda */
-                double len = csm_v3_norm(slip) / wsum;
-                double t = fmin(len, mu * c->lambda[2 * q] - c->lambda[2 * q + 1]);
+                double len = csm_v3_norm(slip) / wsum, left = mu * c->lambda[2 * q] - c->lambda[2 * q + 1];
+                double t = len < left ? len : left; /* fmin, without its call */
                 if (!(t > 0)) continue;
                 c->lambda[2 * q + 1] += t;
                 for (int e = 0; e < 3; e++) {

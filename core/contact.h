@@ -119,9 +119,10 @@ typedef struct csm_contacts {
     int32_t nholds;
     int32_t *hold_of;           /* [npairs + npatch] each pair's, then patch's, hold (-1: within one object, or off) */
     int32_t *hold_push;         /* [npairs + npatch] scratch: the pairs and patches that pushed */
+    double *hold_geom;          /* [6 (npairs + npatch)] scratch: each of those pushes' normal and point */
     csm_hold_body *hold_body;   /* [objects] */
     int hold_ready;             /* 1 once the step's holds are listed */
-    int64_t cap_holds, cap_hold_of, cap_hold_push, cap_hold_body;
+    int64_t cap_holds, cap_hold_of, cap_hold_push, cap_hold_geom, cap_hold_body;
     int64_t cap_sample;
     double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
     int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */

@@ -58,13 +58,16 @@ int csm_contacts_grid_around(const csm_contacts *c, const double q[3], double in
     uint32_t mask = (uint32_t)c->buckets - 1;
     int64_t ci[3] = {cell_of(q[0], inv), cell_of(q[1], inv), cell_of(q[2], inv)};
     int nseen = 0;
+    uint64_t some = 0; /* a bit for each bucket seen, by its low 6 bits: most buckets are new at once */
     for (int dz = -1; dz <= 1; dz++)
         for (int dy = -1; dy <= 1; dy++)
             for (int dx = -1; dx <= 1; dx++) {
                 uint32_t b = hash_cell(ci[0] + dx, ci[1] + dy, ci[2] + dz, mask);
+                uint64_t bit = (uint64_t)1 << (b & 63);
                 int dup = 0;
-                for (int s = 0; s < nseen && !dup; s++) dup = seen[s] == b;
+                for (int s = 0; s < nseen && !dup && (some & bit); s++) dup = seen[s] == b;
                 if (!dup) seen[nseen++] = b;
+                some |= bit;
             }
     return nseen;
 }

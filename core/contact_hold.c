@@ -65,6 +65,7 @@ static int holds_list(csm_contacts *c, const csm_world *w)
     c->nholds = 0;
     if (csm_grow((void **)&c->hold_of, &c->cap_hold_of, n, sizeof *c->hold_of) ||
         csm_grow((void **)&c->hold_push, &c->cap_hold_push, n, sizeof *c->hold_push) ||
+        csm_grow((void **)&c->hold_geom, &c->cap_hold_geom, 6 * (int64_t)n, sizeof *c->hold_geom) ||
         csm_grow((void **)&c->hold_body, &c->cap_hold_body, w->nobjects, sizeof *c->hold_body))
         return -1;
     for (int32_t k = 0; k < n; k++) {
@@ -128,8 +129,8 @@ static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
     for (int32_t k = 0; k < c->npairs + c->npatch; k++) {
         const double *l = push_lambda(c, k);
         if (!l) continue;
+        double *n = &c->hold_geom[6 * pushing], *at = n + 3; /* kept for the arms below */
         c->hold_push[pushing++] = k;
-        double n[3], at[3];
         push_at(c, w, x, k, n, at);
         csm_contact_hold *r = &c->holds[c->hold_of[k]];
         r->weight += l[0];
@@ -157,8 +158,7 @@ static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
         int32_t k = c->hold_push[q];
         const double *l = push_lambda(c, k);
         if (!(c->holds[c->hold_of[k]].weight > 0)) continue;
-        double n[3], at[3];
-        push_at(c, w, x, k, n, at);
+        const double *at = &c->hold_geom[6 * q + 3];
         csm_contact_hold *r = &c->holds[c->hold_of[k]];
         double rho[3] = {at[0] - r->xc[0], at[1] - r->xc[1], at[2] - r->xc[2]}, along = csm_v3_dot(rho, r->n);
         for (int e = 0; e < 3; e++) rho[e] -= along * r->n[e];
