@@ -194,16 +194,19 @@ static int passing(const double rel[3], const double x0[3], const double com0[3]
 }
 
 /* Where the proxy of cl, standing in the world at x-bar + M p, pushes x out to: D = that point
-   minus x (zero when x is outside); returns |D|. A particle that was outside the proxy at the
-   step's start (x0, about the cluster's centre com0 then; start: x0 in the rest space by the map at
-   x0, and 1 where that is inside; x0 NULL: not known) goes back
-   to where its path relative to the cluster entered it, the side it came from: through the
-   nearest face, a particle that crossed more than half the proxy in one step would come out
-   ahead of where it went in, faster than it came, with the cluster thrown back (energy created;
-   a cube thrown at 10 m/s onto a slab gained 1e46 J), and so does one that went through it in the
-   step, its path relative to the cluster across the proxy and out (two cubes meeting at 30 m/s
-   each passed through each other). One inside already leaves by the nearest face (Jones et al.
-   2015). */
+   minus x (zero when x is outside); returns |D|. A particle leaves by the nearest face (Jones et
+   al. 2015), but one whose path relative to the cluster over the step (x0 about the cluster's
+   centre com0 then; start: x0 in the rest space by the map at x0, and 1 where that is inside;
+   x0 NULL: not known) is d or longer goes back to where that path entered the proxy, the side it
+   came from: through the nearest face, a particle that crossed more than half the proxy in one
+   step would come out ahead of where it went in, faster than it came, with the cluster thrown
+   back (energy created; a cube thrown at 10 m/s onto a slab gained 1e46 J), and so does one that
+   went through it in the step, across the proxy and out (two cubes meeting at 30 m/s each passed
+   through each other). A shorter path cannot reach past the middle of a proxy (every proxy is at
+   least 2 d across, grown by d on each side): it goes out by the nearest face, which keeps its
+   motion along the face. (Back to where its path went in, as for the long paths, a particle
+   sliding on a face lost its motion along it, and no body slid on another: a cube on a slab at 10
+   degrees, frictionless, stood still.) */
 static double proxy_push(const double *pr, const double com[3], const double M[9], const double Minv[9],
                          const double x[3], const double *x0, const double *com0, const double *start, double d,
                          double D[3])
@@ -213,7 +216,7 @@ static double proxy_push(const double *pr, const double com[3], const double M[9
     csm_m3_mul_v3(Minv, rel, local);
     int inside = proxy_exit(pr, local, 0.0, out) > 0;
     if (!inside && (!x0 || !passing(rel, x0, com0, d))) return 0;
-    if (x0) {
+    if (x0 && passing(rel, x0, com0, d)) {
         const double *local0 = start;
         double t = inside         ? proxy_entry(pr, local0, local)
                    : start[3] > 0 ? -1.0 /* it started inside and left */
