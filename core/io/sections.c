@@ -51,10 +51,11 @@ const csm_param_spec csm_contact_params[] = {
                     "two radii) joins its proxy when it lies closer to the centre than cut times the sphere's radius "
                     "(Jones et al. 2015; 0: spheres alone, 1: every plane that cuts the sphere)", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("reaction", CSM_ENUM, csm_config, contact.reaction, CSM_REACTION_RIGID, 0, 0,
-                    "cluster_proxies: rigid (a particle goes back out the side it came from, the push shared with the "
-                    "cluster as a rigid body by their inverse masses: keeps linear and angular momentum and creates no "
-                    "energy) or jones2015 (the paper's: the particle alone moves, out through the nearest face; "
-                    "momentum is not kept)",
+                    "cluster_proxies: rigid (a particle goes out by the nearest face, or after a path of d or more "
+                    "relative to the cluster back out the side it came from, the push shared with the cluster as a "
+                    "rigid body by their inverse masses: keeps linear and angular momentum and creates no energy) or "
+                    "jones2015 (the paper's: the particle alone moves, out through the nearest face; momentum is not "
+                    "kept)",
                     "rigid|jones2015", 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("normal", CSM_ENUM, csm_config, contact.normal, CSM_NORMAL_SURFACE, 0, 0,
                     "particles: the direction a particle is pushed out of another object along. surface: that "
