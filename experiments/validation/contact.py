@@ -151,6 +151,20 @@ def main():
         row(f"{case} 26°, μ = 0.5 (atan μ = 26.57°)", "grid", f"moves {1e3 * abs(x[-1] - x[k]):.3f} mm from 1 s to 10 s",
             "0 (sticks)", "", "< 1 mm")
 
+    # static friction half a degree under the friction angle, across mu, the sampling and the clusters
+    for method in ("particles", "cluster_proxies"):
+        for mu_s, name, sets in ((0.2, "grids aligned", []), (0.3, "grids aligned", []),
+                                 (0.5, "grids set off by half a spacing", ["objects.0.position=[-0.95, 0.4, 0.05]"]),
+                                 (0.5, "a Poisson cube on a grid", ["objects.0.sampling.type=poisson"]),
+                                 (0.5, "grids aligned, clusters of radius 0.25", ["clustering.radius=0.25"])):
+            theta = math.degrees(math.atan(mu_s)) - 0.5
+            f = run(args.csm, "slope.yaml", out("friction.h5"),
+                    [tilted(theta), "time.frames=600", f"contact.friction={mu_s}", f"contact.method={method}"] + sets)
+            t, x = f["frames/time"][:], centre(f)
+            k = int(np.searchsorted(t, 1.0))
+            row(f"slab slope {theta:.2f}°, μ = {mu_s} (atan μ − 0.5°)", f"{method}, {name}",
+                f"moves {1e3 * abs(x[-1] - x[k]):.3f} mm from 1 s to 10 s", "0 (sticks)", "", "< 1 mm")
+
     integrators = [("strain_limited", []), ("shape_matching", ["solver.integrator=shape_matching", "solver.alpha=1"]),
                    ("xpbd", ["solver.integrator=xpbd", "solver.modulus=1e6", "solver.iterations=20"]),
                    ("projective_dynamics", ["solver.integrator=projective_dynamics", "solver.modulus=1e6"])]
