@@ -37,6 +37,8 @@ void csm_contacts_free(csm_contacts *c)
     free(c->pair);
     free(c->normal);
     free(c->lambda);
+    free(c->friction);
+    free(c->patch_friction);
     free(c->push);
     free(c->reach);
     free(c->frame0);
@@ -318,16 +320,10 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
                     sn += slip[e] * nq[e];
                 }
                 for (int e = 0; e < 3; e++) slip[e] -= sn * nq[e];
-                /* the tangential push of the step, at most mu times its normal push: the pair
-                   sticks while it can, and slides held back by what is left of mu lambda */
-                double len = csm_v3_norm(slip) / wsum, left = mu * c->lambda[2 * q] - c->lambda[2 * q + 1];
-                double t = len < left ? len : left; /* fmin, without its call */
-                if (!(t > 0)) continue;
-                c->lambda[2 * q + 1] += t;
+                csm_friction_cone(&c->friction[4 * q], slip, wsum, mu * c->lambda[2 * q], &c->lambda[2 * q + 1], slip);
                 for (int e = 0; e < 3; e++) {
-                    double s = t * slip[e] / (len * wsum);
-                    xi[e] -= im[i] * s;
-                    xj[e] += im[j] * s;
+                    xi[e] += im[i] * slip[e];
+                    xj[e] -= im[j] * slip[e];
                 }
             }
         }

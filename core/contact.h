@@ -95,7 +95,8 @@ typedef struct csm_contacts {
     int32_t *cell_start;        /* [buckets + 1] counting sort of the particles by hashed cell */
     int32_t *sorted;            /* [n] particle ids by bucket, increasing within one */
     uint32_t *bucket;           /* [n] each particle's bucket */
-    int64_t cap_pair, cap_normal, cap_lambda, cap_push, cap_start, cap_sorted, cap_bucket;
+    double *friction;           /* [4 npairs] each pair's friction over the step: its impulse times h on the first particle, and its corrections' length */
+    int64_t cap_pair, cap_normal, cap_lambda, cap_push, cap_start, cap_sorted, cap_bucket, cap_friction;
     int32_t buckets;            /* a power of two, at least 2 n */
     /* cluster_proxies: the pairs are (particle, cluster), sorted by cluster */
     double *proxy;              /* per cluster: its proxy in its rest space (contact.c) */
@@ -134,9 +135,10 @@ typedef struct csm_contacts {
     double *patch_w;            /* [npatch_k] their weights: sum 1, their centre the point under the particle */
     double *patch_n;            /* [3 npatch] the surface's normal there */
     double *patch_lambda;       /* [2 npatch] as lambda */
+    double *patch_friction;     /* [4 npatch] as friction, on the particle held off */
     double *patch_gap;          /* [npatch] how far i's centre is held over the plane of the weights' centre */
     int64_t cap_patch_gap, cap_wnormal, cap_adj_start, cap_adj, cap_covered, cap_patch, cap_patch_start, cap_patch_k, cap_patch_w,
-        cap_patch_n, cap_patch_lambda;
+        cap_patch_n, cap_patch_lambda, cap_patch_friction;
     /* the fastest path the particles' sweep could not sample whole (more than CSM_CONTACT_SWEEP / 2
        contact distances a step, near another object): its length (m; 0: none yet), its particle,
        that object and the time of its step */

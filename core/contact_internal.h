@@ -21,6 +21,11 @@ int csm_contacts_grid_around(const csm_contacts *c, const double q[3], double in
 int csm_contacts_pair_push(csm_contacts *c, int32_t a, int32_t b);
 /* Room for each listed pair's direction and pushes, the pushes zero. */
 int csm_contacts_pairs_ready(csm_contacts *c);
+/* Coulomb friction on a contact over the step: F[0..2] the impulse (times h, on its first side) it
+   applied so far, F[3] the length of its corrections. A correction takes back the slip (over
+   inverse mass wsum) within |F| <= bound and corrections of length bound in all; out the
+   correction, *taken |F|. */
+void csm_friction_cone(double F[4], const double slip[3], double wsum, double bound, double *taken, double out[3]);
 
 /* contact.method: proxies (contact_proxies.c): csm_contacts_find, _project and _depth. */
 int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x);

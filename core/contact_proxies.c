@@ -533,24 +533,24 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                     body_impulse(r, J, P, T);
                     lam[0] += l;
                 }
-                if (mu > 0 && lam[0] > 0 && im[i] > 0 && mu * lam[0] > lam[1]) { /* Coulomb friction on the slip against the cluster's material point
+                if (mu > 0 && lam[0] > 0 && im[i] > 0) { /* Coulomb friction on the slip against the cluster's material point
                                                             under the particle at the step's start (after Macklin et al. 2014 Sec 6.1) */
                     double under[3], slip[3];
                     csm_m3_mul_v3(M, &c->reach[8 * q + 4], under);
                     for (int e = 0; e < 3; e++) slip[e] = xi[e] - (com[e] + under[e]);
                     double sn = csm_v3_dot(slip, nq);
                     for (int e = 0; e < 3; e++) slip[e] -= sn * nq[e];
-                    double len = csm_v3_norm(slip);
-                    if (!(len > 0)) continue;
-                    double u[3] = {slip[0] / len, slip[1] / len, slip[2] / len};
-                    double wb = moves ? (active > 0 ? active : 1) * body_inverse_mass(b, r, u) : 0.0;
-                    double t = fmin(len / (im[i] + wb), mu * lam[0] - lam[1]);
-                    if (!(t > 0)) continue;
-                    lam[1] += t;
-                    double J[3];
+                    double len = csm_v3_norm(slip), *F = &c->friction[4 * q];
+                    double u[3] = {0, 0, 0}, J[3];
+                    if (len > 0)
+                        for (int e = 0; e < 3; e++) u[e] = slip[e] / len;
+                    else if (!(F[0] != 0 || F[1] != 0 || F[2] != 0))
+                        continue;
+                    double wb = moves && len > 0 ? (active > 0 ? active : 1) * body_inverse_mass(b, r, u) : 0.0;
+                    csm_friction_cone(F, slip, im[i] + wb, mu * lam[0], &lam[1], J);
                     for (int e = 0; e < 3; e++) {
-                        xi[e] -= im[i] * t * u[e];
-                        J[e] = t * u[e];
+                        xi[e] += im[i] * J[e];
+                        J[e] = -J[e];
                     }
                     body_impulse(r, J, P, T);
                 }

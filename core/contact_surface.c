@@ -142,6 +142,7 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
         csm_grow((void **)&c->patch_start, &c->cap_patch_start, p + 2, sizeof *c->patch_start) ||
         csm_grow((void **)&c->patch_n, &c->cap_patch_n, 3 * (int64_t)(p + 1), sizeof *c->patch_n) ||
         csm_grow((void **)&c->patch_lambda, &c->cap_patch_lambda, 2 * (int64_t)(p + 1), sizeof *c->patch_lambda) ||
+        csm_grow((void **)&c->patch_friction, &c->cap_patch_friction, 4 * (int64_t)(p + 1), sizeof *c->patch_friction) ||
         csm_grow((void **)&c->patch_gap, &c->cap_patch_gap, p + 1, sizeof *c->patch_gap) ||
         csm_grow((void **)&c->patch_k, &c->cap_patch_k, start + (to - from), sizeof *c->patch_k) ||
         csm_grow((void **)&c->patch_w, &c->cap_patch_w, start + (to - from), sizeof *c->patch_w))
@@ -182,6 +183,7 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
     c->patch_start[p + 1] = m;
     memcpy(&c->patch_n[3 * p], n, sizeof n);
     c->patch_lambda[2 * p] = c->patch_lambda[2 * p + 1] = 0;
+    memset(&c->patch_friction[4 * p], 0, 4 * sizeof *c->patch_friction);
     /* the two surfaces d apart, as two grids' faces are whose particles touch: i's centre at d
        plus both depths over the plane of the centres under it */
     c->patch_gap[p] = d + depth - w->surface[4 * i + 3] * csm_v3_dot(ni, n);
@@ -267,14 +269,11 @@ void csm_surface_project(csm_contacts *c, const csm_world *w, double *x, double 
         }
         for (int e = 0; e < 3; e++) sn += slip[e] * n[e];
         for (int e = 0; e < 3; e++) slip[e] -= sn * n[e];
-        double norm = csm_v3_norm(slip), len = norm / wsum;
-        double t = fmin(len, mu * c->patch_lambda[2 * p] - c->patch_lambda[2 * p + 1]);
-        if (!(t > 0)) continue;
-        c->patch_lambda[2 * p + 1] += t;
+        csm_friction_cone(&c->patch_friction[4 * p], slip, wsum, mu * c->patch_lambda[2 * p], &c->patch_lambda[2 * p + 1],
+                          slip);
         for (int e = 0; e < 3; e++) {
-            double s = t * slip[e] / norm;
-            xi[e] -= im[i] * s;
-            for (int32_t a = from; a < to; a++) x[3 * c->patch_k[a] + e] += im[c->patch_k[a]] * c->patch_w[a] * s;
+            xi[e] += im[i] * slip[e];
+            for (int32_t a = from; a < to; a++) x[3 * c->patch_k[a] + e] -= im[c->patch_k[a]] * c->patch_w[a] * slip[e];
         }
     }
 }
