@@ -89,7 +89,7 @@ typedef struct csm_contacts {
     int32_t npairs;
     int32_t *pair;              /* [2 npairs] i < j, in increasing i, then in the order the cells list them */
     double *normal;             /* [3 npairs] each pair's direction x_i - x_j at the step's start, normalised */
-    double *lambda;             /* [2 npairs] the step's accumulated push apart and tangential push (m / inverse mass) */
+    double *lambda;             /* [2 npairs] the step's accumulated push apart, and the friction the pair holds now, |friction| (m / inverse mass) */
     double *push;               /* [4 npairs] cluster_proxies: each pair's push out of its proxy in the current pass, and its length */
     const double *x0;           /* [3n] the positions at the step's start (not owned); NULL: none given */
     int32_t *cell_start;        /* [buckets + 1] counting sort of the particles by hashed cell */
