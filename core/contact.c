@@ -310,9 +310,12 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
                     xi[e] += im[i] * l * nq[e];
                     xj[e] -= im[j] * l * nq[e];
                 }
-                c->lambda[2 * q] += l;
+                c->lambda[q] += l;
             }
-            if (mu > 0 && c->lambda[2 * q] > 0) { /* Coulomb friction on the pair's slip over the step so far (after Macklin et al. 2014 Sec 6.1) */
+            /* Coulomb friction on the pair's slip over the step so far (after Macklin et al. 2014 Sec
+               6.1), while its corrections have length left (most touching pairs of a resting stack
+               have none after a few passes) */
+            if (mu > 0 && c->friction[4 * q + 3] < mu * c->lambda[q]) {
                 const double *ai = &c->x0[3 * i], *aj = &c->x0[3 * j];
                 double slip[3], sn = 0;
                 for (int e = 0; e < 3; e++) {
@@ -320,7 +323,7 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
                     sn += slip[e] * nq[e];
                 }
                 for (int e = 0; e < 3; e++) slip[e] -= sn * nq[e];
-                csm_friction_cone(&c->friction[4 * q], slip, wsum, mu * c->lambda[2 * q], &c->lambda[2 * q + 1], slip);
+                csm_friction_cone(&c->friction[4 * q], slip, wsum, mu * c->lambda[q], slip);
                 for (int e = 0; e < 3; e++) {
                     xi[e] += im[i] * slip[e];
                     xj[e] -= im[j] * slip[e];

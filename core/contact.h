@@ -89,7 +89,7 @@ typedef struct csm_contacts {
     int32_t npairs;
     int32_t *pair;              /* [2 npairs] i < j, in increasing i, then in the order the cells list them */
     double *normal;             /* [3 npairs] each pair's direction x_i - x_j at the step's start, normalised */
-    double *lambda;             /* [2 npairs] the step's accumulated push apart, and the friction the pair holds now, |friction| (m / inverse mass) */
+    double *lambda;             /* [npairs] the step's accumulated push apart (m / inverse mass) */
     double *push;               /* [4 npairs] cluster_proxies: each pair's push out of its proxy in the current pass, and its length */
     const double *x0;           /* [3n] the positions at the step's start (not owned); NULL: none given */
     int32_t *cell_start;        /* [buckets + 1] counting sort of the particles by hashed cell */
@@ -120,7 +120,7 @@ typedef struct csm_contacts {
     int32_t nholds;
     int32_t *hold_of;           /* [npairs + npatch] each pair's, then patch's, hold (-1: within one object, or off) */
     int32_t *hold_push;         /* [npairs + npatch] scratch: the pairs and patches that pushed */
-    double *hold_geom;          /* [6 (npairs + npatch)] scratch: each of those pushes' normal and point */
+    double *hold_geom;          /* [7 (npairs + npatch)] scratch: each of those pushes' normal, point and friction left */
     csm_hold_body *hold_body;   /* [objects] */
     int hold_ready;             /* 1 once the step's holds are listed */
     int64_t cap_holds, cap_hold_of, cap_hold_push, cap_hold_geom, cap_hold_body;
@@ -134,7 +134,7 @@ typedef struct csm_contacts {
     int32_t *patch_k;           /* [npatch_k] */
     double *patch_w;            /* [npatch_k] their weights: sum 1, their centre the point under the particle */
     double *patch_n;            /* [3 npatch] the surface's normal there */
-    double *patch_lambda;       /* [2 npatch] as lambda */
+    double *patch_lambda;       /* [npatch] as lambda */
     double *patch_friction;     /* [4 npatch] as friction, on the particle held off */
     double *patch_gap;          /* [npatch] how far i's centre is held over the plane of the weights' centre */
     int64_t cap_patch_gap, cap_wnormal, cap_adj_start, cap_adj, cap_covered, cap_patch, cap_patch_start, cap_patch_k, cap_patch_w,

@@ -163,26 +163,26 @@ int csm_contacts_bounce(csm_contacts *c, csm_world *w, double h)
     c->nregions = 0;
     for (int32_t q = 0; q < c->npairs && c->cfg.method == CSM_CONTACT_PROXIES; q++) { /* (particle, cluster) */
         int32_t i = c->pair[2 * q], o = csm_cluster_object(w, c->pair[2 * q + 1]);
-        if (P->object[i] == o || !(c->lambda[2 * q] > 0)) continue;
-        if (add(c, P->object[i], o, c->lambda[2 * q], &c->normal[3 * q], &P->x[3 * i], csm_proxies_gap(c, q))) return -1;
+        if (P->object[i] == o || !(c->lambda[q] > 0)) continue;
+        if (add(c, P->object[i], o, c->lambda[q], &c->normal[3 * q], &P->x[3 * i], csm_proxies_gap(c, q))) return -1;
     }
     for (int32_t q = 0; q < c->npairs && c->cfg.method == CSM_CONTACT_PARTICLES; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
-        if (P->object[i] == P->object[j] || !(c->lambda[2 * q] > 0) || (w->surface && c->covered[q])) continue;
+        if (P->object[i] == P->object[j] || !(c->lambda[q] > 0) || (w->surface && c->covered[q])) continue;
         const double *xi = &P->x[3 * i], *xj = &P->x[3 * j], *n = &c->normal[3 * q];
         double at[3] = {0.5 * (xi[0] + xj[0]), 0.5 * (xi[1] + xj[1]), 0.5 * (xi[2] + xj[2])}, gap = -c->distance;
         for (int k = 0; k < 3; k++) gap += n[k] * (c->x0[3 * i + k] - c->x0[3 * j + k]);
-        if (add(c, P->object[i], P->object[j], c->lambda[2 * q], n, at, gap)) return -1;
+        if (add(c, P->object[i], P->object[j], c->lambda[q], n, at, gap)) return -1;
     }
     for (int32_t p = 0; p < c->npatch; p++) {
-        if (!(c->patch_lambda[2 * p] > 0)) continue;
+        if (!(c->patch_lambda[p] > 0)) continue;
         int32_t i = c->patch_i[p], from = c->patch_start[p], to = c->patch_start[p + 1];
         const double *n = &c->patch_n[3 * p];
         double gap = -c->patch_gap[p];
         for (int k = 0; k < 3; k++) gap += n[k] * c->x0[3 * i + k];
         for (int32_t a = from; a < to; a++)
             for (int k = 0; k < 3; k++) gap -= c->patch_w[a] * n[k] * c->x0[3 * c->patch_k[a] + k];
-        if (add(c, P->object[i], P->object[c->patch_k[from]], c->patch_lambda[2 * p], n, &P->x[3 * i], gap))
+        if (add(c, P->object[i], P->object[c->patch_k[from]], c->patch_lambda[p], n, &P->x[3 * i], gap))
             return -1;
     }
     for (int32_t k = 0; k < c->nregions; k++) {

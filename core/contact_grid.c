@@ -86,50 +86,15 @@ int csm_contacts_pair_push(csm_contacts *c, int32_t a, int32_t b)
 /* Room for each listed pair's direction and pushes, the pushes zero. */
 int csm_contacts_pairs_ready(csm_contacts *c)
 {
-    if (csm_grow((void **)&c->lambda, &c->cap_lambda, 2 * (int64_t)c->npairs, sizeof *c->lambda) ||
+    if (csm_grow((void **)&c->lambda, &c->cap_lambda, (int64_t)c->npairs, sizeof *c->lambda) ||
         csm_grow((void **)&c->normal, &c->cap_normal, 3 * (int64_t)c->npairs, sizeof *c->normal) ||
         csm_grow((void **)&c->push, &c->cap_push, 4 * (int64_t)c->npairs, sizeof *c->push) ||
         csm_grow((void **)&c->friction, &c->cap_friction, 4 * (int64_t)c->npairs, sizeof *c->friction))
         return -1;
     if (c->npairs) {
-        memset(c->lambda, 0, sizeof *c->lambda * 2 * (size_t)c->npairs);
+        memset(c->lambda, 0, sizeof *c->lambda * (size_t)c->npairs);
         memset(c->normal, 0, sizeof *c->normal * 3 * (size_t)c->npairs);
         memset(c->friction, 0, sizeof *c->friction * 4 * (size_t)c->npairs);
     }
     return 0;
-}
-
-/* Coulomb friction on a contact over the step (after Macklin et al. 2014 Sec 6.1), kept as the
-   impulse it applied so far, F[0..2] (times h, on the contact's first side), and the length of its
-   corrections, F[3]. Each correction takes back all of the slip left (-slip / wsum), holds F
-   inside the cone |F| <= bound (Catto's clamping of the accumulated impulse), and stops where the
-   corrections' length reaches bound, which keeps the iterations from working friction back and
-   forth without end (let them, up to twice the bound, and the five cubes of stack.yaml never came
-   to rest: 1e-4 J at 30 s). out gets the correction, as an impulse; *taken |F|, the friction the
-   contact holds now, whose rest of mu times its push the hold between the two bodies may use
-   (contact_hold.c): counted as the corrections' length, that rest was gone whenever they had
-   gone back and forth, and a cube half a degree under the friction angle at mu = 0.3 crept at
-   3 mm/s. */
-void csm_friction_cone(double F[4], const double slip[3], double wsum, double bound, double *taken, double out[3])
-{
-    double G[3];
-    for (int e = 0; e < 3; e++) G[e] = F[e] - slip[e] / wsum;
-    double g = csm_v3_norm(G);
-    if (g > bound) {
-        double s = g > 0 ? bound / g : 0.0;
-        for (int e = 0; e < 3; e++) G[e] *= s;
-        g = bound;
-    }
-    double d[3] = {G[0] - F[0], G[1] - F[1], G[2] - F[2]}, step = csm_v3_norm(d), room = bound - F[3];
-    if (step > room) {
-        double s = room > 0 ? room / step : 0.0;
-        for (int e = 0; e < 3; e++) d[e] *= s;
-        step *= s;
-    }
-    for (int e = 0; e < 3; e++) {
-        out[e] = d[e];
-        F[e] += d[e];
-    }
-    F[3] += step;
-    *taken = csm_v3_norm(F);
 }

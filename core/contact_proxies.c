@@ -504,7 +504,7 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                    particle and proxy together moved less than its margin since the first look
                    (proxy_margin) is still outside, and proxy_push would give it nothing. Most
                    candidates of a resting stack are (test_proxy_margins_change_nothing). */
-                if (c->proxy_looked && c->proxy_cull && reach[3] > 0 && c->lambda[2 * q] == 0 &&
+                if (c->proxy_looked && c->proxy_cull && reach[3] > 0 && c->lambda[q] == 0 &&
                     distance(&x[3 * i], reach) + moved < 0.99 * reach[3] - 1e-9 * pr[0]) {
                     D[0] = D[1] = D[2] = D[3] = 0;
                     c->proxy_left_out++;
@@ -519,7 +519,7 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
             }
             for (int32_t q = q0; q < q1; q++) {
                 int32_t i = c->pair[2 * q];
-                double *xi = &x[3 * i], *nq = &c->normal[3 * q], *lam = &c->lambda[2 * q];
+                double *xi = &x[3 * i], *nq = &c->normal[3 * q], *lam = &c->lambda[q];
                 const double *x0i = c->x0 ? &c->x0[3 * i] : xi, *D = &c->push[4 * q];
                 double r[3] = {x0i[0] - b[3], x0i[1] - b[4], x0i[2] - b[5]}, len = D[3];
                 if (len > 0 && im[i] > 0) {
@@ -547,7 +547,7 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                     else if (!(F[0] != 0 || F[1] != 0 || F[2] != 0))
                         continue;
                     double wb = moves && len > 0 ? (active > 0 ? active : 1) * body_inverse_mass(b, r, u) : 0.0;
-                    csm_friction_cone(F, slip, im[i] + wb, mu * lam[0], &lam[1], J);
+                    csm_friction_cone(F, slip, im[i] + wb, mu * lam[0], J);
                     for (int e = 0; e < 3; e++) {
                         xi[e] += im[i] * J[e];
                         J[e] = -J[e];

@@ -141,7 +141,7 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
     if (csm_grow((void **)&c->patch_i, &c->cap_patch, p + 1, sizeof *c->patch_i) ||
         csm_grow((void **)&c->patch_start, &c->cap_patch_start, p + 2, sizeof *c->patch_start) ||
         csm_grow((void **)&c->patch_n, &c->cap_patch_n, 3 * (int64_t)(p + 1), sizeof *c->patch_n) ||
-        csm_grow((void **)&c->patch_lambda, &c->cap_patch_lambda, 2 * (int64_t)(p + 1), sizeof *c->patch_lambda) ||
+        csm_grow((void **)&c->patch_lambda, &c->cap_patch_lambda, (int64_t)(p + 1), sizeof *c->patch_lambda) ||
         csm_grow((void **)&c->patch_friction, &c->cap_patch_friction, 4 * (int64_t)(p + 1), sizeof *c->patch_friction) ||
         csm_grow((void **)&c->patch_gap, &c->cap_patch_gap, p + 1, sizeof *c->patch_gap) ||
         csm_grow((void **)&c->patch_k, &c->cap_patch_k, start + (to - from), sizeof *c->patch_k) ||
@@ -182,7 +182,7 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
     c->patch_start[p] = start;
     c->patch_start[p + 1] = m;
     memcpy(&c->patch_n[3 * p], n, sizeof n);
-    c->patch_lambda[2 * p] = c->patch_lambda[2 * p + 1] = 0;
+    c->patch_lambda[p] = 0;
     memset(&c->patch_friction[4 * p], 0, 4 * sizeof *c->patch_friction);
     /* the two surfaces d apart, as two grids' faces are whose particles touch: i's centre at d
        plus both depths over the plane of the centres under it */
@@ -257,9 +257,9 @@ void csm_surface_project(csm_contacts *c, const csm_world *w, double *x, double 
                 int32_t k = c->patch_k[a];
                 for (int e = 0; e < 3; e++) x[3 * k + e] -= im[k] * c->patch_w[a] * l * n[e];
             }
-            c->patch_lambda[2 * p] += l;
+            c->patch_lambda[p] += l;
         }
-        if (!(mu > 0 && c->patch_lambda[2 * p] > 0)) continue;
+        if (!(mu > 0 && c->patch_lambda[p] > 0)) continue;
         /* i's slip over the step against the point under it, held back as a pair's (contact.c) */
         double slip[3], sn = 0;
         for (int e = 0; e < 3; e++) slip[e] = xi[e] - c->x0[3 * i + e];
@@ -269,8 +269,7 @@ void csm_surface_project(csm_contacts *c, const csm_world *w, double *x, double 
         }
         for (int e = 0; e < 3; e++) sn += slip[e] * n[e];
         for (int e = 0; e < 3; e++) slip[e] -= sn * n[e];
-        csm_friction_cone(&c->patch_friction[4 * p], slip, wsum, mu * c->patch_lambda[2 * p], &c->patch_lambda[2 * p + 1],
-                          slip);
+        csm_friction_cone(&c->patch_friction[4 * p], slip, wsum, mu * c->patch_lambda[p], slip);
         for (int e = 0; e < 3; e++) {
             xi[e] += im[i] * slip[e];
             for (int32_t a = from; a < to; a++) x[3 * c->patch_k[a] + e] -= im[c->patch_k[a]] * c->patch_w[a] * slip[e];
