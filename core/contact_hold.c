@@ -61,7 +61,7 @@ static int32_t hold_find(csm_contacts *c, int32_t a, int32_t b)
 static int holds_list(csm_contacts *c, const csm_world *w)
 {
     const int32_t *obj = w->P.object;
-    int32_t n = c->npairs + c->npatch;
+    int32_t n = c->npairs + c->npatch, proxies = c->cfg.method == CSM_CONTACT_PROXIES;
     c->nholds = 0;
     if (csm_grow((void **)&c->hold_of, &c->cap_hold_of, n, sizeof *c->hold_of) ||
         csm_grow((void **)&c->hold_push, &c->cap_hold_push, n, sizeof *c->hold_push) ||
@@ -72,8 +72,8 @@ static int holds_list(csm_contacts *c, const csm_world *w)
         int32_t oa, ob;
         if (k < c->npairs) {
             oa = obj[c->pair[2 * k]];
-            ob = obj[c->pair[2 * k + 1]];
-            if (w->surface && c->covered[k]) ob = oa;
+            ob = proxies ? csm_cluster_object(w, c->pair[2 * k + 1]) : obj[c->pair[2 * k + 1]];
+            if (!proxies && w->surface && c->covered[k]) ob = oa;
         } else {
             int32_t p = k - c->npairs;
             oa = obj[c->patch_i[p]];
@@ -107,7 +107,11 @@ static void push_at(const csm_contacts *c, const csm_world *w, const double *x, 
 {
     const double *nk;
     int32_t i;
-    if (k < c->npairs) {
+    if (k < c->npairs && c->cfg.method == CSM_CONTACT_PROXIES) {
+        i = c->pair[2 * k];
+        nk = &c->normal[3 * k]; /* the push, out of the cluster's proxy towards i */
+        memcpy(at, &x[3 * i], 3 * sizeof *at);
+    } else if (k < c->npairs) {
         int32_t j = c->pair[2 * k + 1];
         i = c->pair[2 * k];
         nk = &c->normal[3 * k]; /* along x_i - x_j */
@@ -315,7 +319,7 @@ static void hold_one(csm_contacts *c, const csm_world *w, csm_contact_hold *r, d
 
 int csm_contacts_hold(csm_contacts *c, const csm_world *w, double *x)
 {
-    if (c->cfg.method != CSM_CONTACT_PARTICLES || !(c->cfg.friction > 0) ||
+    if (!(c->cfg.friction > 0) ||
         c->cfg.response != CSM_CONTACT_RESPONSE_BODY || !c->x0)
         return 0;
     if (!c->hold_ready && holds_list(c, w)) return -1;

@@ -100,6 +100,131 @@ static double proxy_exit(const double *pr, const double q[3], double margin, dou
     return best;
 }
 
+static double distance(const double a[3], const double b[3])
+{
+    double r[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+    return csm_v3_norm(r);
+}
+
+/* Whether p lies in the core of proxy pr (grown by d), to within tol. */
+static int core_holds(const double *pr, double d, const double p[3], double tol)
+{
+    if (csm_v3_norm(p) > pr[0] - d + tol) return 0;
+    for (int k = 0; k < (int)pr[1]; k++) {
+        const double *pl = &pr[5 + 4 * k];
+        if (csm_v3_dot(pl, p) - (pl[3] - d) > tol) return 0;
+    }
+    return 1;
+}
+
+/* The proxy's core: its members' bound, the proxy before it was grown by d (sphere R - d, each
+   plane's offset less d). proxy_round_exit's rounded proxy is the core grown by d in every
+   direction, the points within d of it (a Minkowski sum with the ball of radius d), which is what
+   the particles of method particles see around a cluster's members: the sharp proxy's edges and
+   corners reach up to d sqrt(3) from the members. c gets the core's nearest point to q (outside
+   it); returns how far q is from it. The projection onto one bound q breaks, where that lies in
+   the core; else onto the line of two broken planes, the circle of a plane and the sphere, or the
+   corner of three planes, where each pushes outwards (the nearest point's conditions) and it lies
+   in the core; else Dykstra's alternating projections onto the sphere and the half-spaces (Boyle and Dykstra
+   1986), which converge to the projection onto their intersection. */
+static double core_nearest(const double *pr, double d, const double q[3], double c[3])
+{
+    int np = (int)pr[1], broken[PROXY_PLANES + 1], nb = 0;
+    double R = pr[0] - d, len = csm_v3_norm(q), phi[PROXY_PLANES], tol = 1e-9 * pr[0];
+    for (int k = 0; k < np; k++) {
+        const double *pl = &pr[5 + 4 * k];
+        phi[k] = csm_v3_dot(pl, q) - (pl[3] - d);
+        if (phi[k] > 0) broken[nb++] = k;
+    }
+    if (len > R) broken[nb++] = np;
+    for (int a = 0; a < nb; a++) { /* onto one broken bound (of two nearly parallel planes, the farther) */
+        int k = broken[a];
+        for (int e = 0; e < 3; e++) c[e] = k < np ? q[e] - phi[k] * pr[5 + 4 * k + e] : q[e] * R / len;
+        if (core_holds(pr, d, c, tol)) return distance(q, c);
+    }
+    for (int a = 0; a < nb; a++) /* onto the line of two broken planes, both multipliers pushing out */
+        for (int b = a + 1; b < nb; b++) {
+            if (broken[b] == np) continue;
+            const double *n1 = &pr[5 + 4 * broken[a]], *n2 = &pr[5 + 4 * broken[b]];
+            double g = csm_v3_dot(n1, n2), det = 1 - g * g;
+            if (!(det > 1e-9)) continue;
+            double f1 = phi[broken[a]], f2 = phi[broken[b]], la = (f1 - g * f2) / det, lb = (f2 - g * f1) / det;
+            if (!(la >= 0 && lb >= 0)) continue;
+            for (int e = 0; e < 3; e++) c[e] = q[e] - la * n1[e] - lb * n2[e];
+            if (core_holds(pr, d, c, tol)) return distance(q, c);
+        }
+    for (int a = 0; a < nb && len > R; a++) { /* onto the circle where a broken plane meets the sphere */
+        int k = broken[a];
+        if (k == np) continue;
+        const double *n1 = &pr[5 + 4 * k];
+        double o = n1[3] - d, u[3], ul;
+        if (!(fabs(o) < R)) continue;
+        for (int e = 0; e < 3; e++) u[e] = q[e] - csm_v3_dot(n1, q) * n1[e];
+        ul = csm_v3_norm(u);
+        if (!(ul > 0)) continue;
+        double rho = sqrt(R * R - o * o);
+        for (int e = 0; e < 3; e++) c[e] = o * n1[e] + rho * u[e] / ul;
+        double r[3] = {q[0] - c[0], q[1] - c[1], q[2] - c[2]}, g = csm_v3_dot(c, n1) / R, det = 1 - g * g;
+        double a1 = csm_v3_dot(c, r) / R, a2 = csm_v3_dot(n1, r);
+        if (!(det > 1e-9) || a1 - g * a2 < -tol * det || a2 - g * a1 < -tol * det) continue;
+        if (core_holds(pr, d, c, tol)) return distance(q, c);
+    }
+    for (int a = 0; a < nb; a++) /* onto the corner of three broken planes */
+        for (int b = a + 1; b < nb; b++)
+            for (int e3 = b + 1; e3 < nb; e3++) {
+                if (broken[e3] == np) continue;
+                const double *n[3] = {&pr[5 + 4 * broken[a]], &pr[5 + 4 * broken[b]], &pr[5 + 4 * broken[e3]]};
+                double N[9], Ninv[9], f[3] = {phi[broken[a]], phi[broken[b]], phi[broken[e3]]}, l[3];
+                for (int r = 0; r < 3; r++)
+                    for (int col = 0; col < 3; col++) N[3 * r + col] = csm_v3_dot(n[r], n[col]);
+                if (!(csm_m3_det(N) > 1e-9) || csm_m3_inverse(N, Ninv) == 0.0) continue;
+                csm_m3_mul_v3(Ninv, f, l);
+                if (!(l[0] >= 0 && l[1] >= 0 && l[2] >= 0)) continue;
+                for (int e = 0; e < 3; e++) c[e] = q[e] - l[0] * n[0][e] - l[1] * n[1][e] - l[2] * n[2][e];
+                if (core_holds(pr, d, c, tol)) return distance(q, c);
+            }
+    double inc[PROXY_PLANES + 1][3] = {{0}};
+    memcpy(c, q, 3 * sizeof *c);
+    for (int it = 0; it < 64; it++) {
+        double change = 0;
+        for (int k = 0; k <= np; k++) {
+            double y[3], z[3];
+            for (int e = 0; e < 3; e++) y[e] = c[e] + inc[k][e];
+            memcpy(z, y, sizeof z);
+            if (k == np) {
+                double ly = csm_v3_norm(y);
+                if (ly > R)
+                    for (int e = 0; e < 3; e++) z[e] = R > 0 ? y[e] * R / ly : 0.0;
+            } else {
+                const double *pl = &pr[5 + 4 * k];
+                double f = csm_v3_dot(pl, y) - (pl[3] - d);
+                if (f > 0)
+                    for (int e = 0; e < 3; e++) z[e] -= f * pl[e];
+            }
+            for (int e = 0; e < 3; e++) {
+                inc[k][e] = y[e] - z[e];
+                change += (z[e] - c[e]) * (z[e] - c[e]);
+                c[e] = z[e];
+            }
+        }
+        if (change <= 1e-20 * d * d) break;
+    }
+    return distance(q, c);
+}
+
+/* As proxy_exit (margin 0), for the rounded proxy (core_nearest): a point of its core leaves by
+   the nearest face, one within d of it straight away from its nearest point there, to d. */
+static double proxy_round_exit(const double *pr, double d, const double q[3], double out[3])
+{
+    double best = proxy_exit(pr, q, 0.0, out);
+    if (!(best > 0) || !(d > 0) || best >= d) return best; /* outside, or at least d inside: in the core */
+    double c[3], far = core_nearest(pr, d, q, c);
+    if (!(far > 0)) return best; /* on or in the core */
+    if (far >= d) return 0;
+    for (int e = 0; e < 3; e++) out[e] = c[e] + (q[e] - c[e]) * d / far;
+    return d - far;
+}
+
 /* The map of cluster cl's rest space into the world at positions x: x-bar + M p, M = F =
    A_xr A_rr^-1 (Falkenstein Eq 3), or F's rotation where F cannot be inverted (a planar cluster, a
    collapsed or inverted one); Minv its inverse. */
@@ -116,12 +241,6 @@ static void proxy_frame(const csm_world *w, const double *x, int32_t cl, double 
         memcpy(M, R, sizeof R);
         csm_m3_transpose(R, Minv);
     }
-}
-
-static double distance(const double a[3], const double b[3])
-{
-    double r[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
-    return csm_v3_norm(r);
 }
 
 /* How far the point q of a proxy's rest space lies outside it, at least (0: inside or on it): the
@@ -214,7 +333,7 @@ static double proxy_push(const double *pr, const double com[3], const double M[9
     double rel[3] = {x[0] - com[0], x[1] - com[1], x[2] - com[2]}, local[3], out[3], y[3];
     D[0] = D[1] = D[2] = 0;
     csm_m3_mul_v3(Minv, rel, local);
-    int inside = proxy_exit(pr, local, 0.0, out) > 0;
+    int inside = proxy_round_exit(pr, d, local, out) > 0;
     if (!inside && (!x0 || !passing(rel, x0, com0, d))) return 0;
     if (x0 && passing(rel, x0, com0, d)) {
         const double *local0 = start;
