@@ -1,4 +1,4 @@
-/* Static friction between objects as rigid bodies (contact.response body, method particles), at
+/* Static friction between objects as rigid bodies (contact.response body, either method), at
    the end of each projection (csm_contacts_project).
 
    The pairs' friction takes back each pair's slip up to mu times its push, but the iterations
@@ -22,12 +22,14 @@
    times its distance from x_c across n (a patch resists a turn up to mu sum N_k |rho_k|, a point
    none); else they are scaled to what it covers. Equal and opposite at one point, they keep
    momentum, and angular momentum to the first order of the linear turn each body is moved by;
-   they take no more than stops the relative motion, so they never add energy; and inside the projections, the pushes that follow see what they moved. (After the
-   step instead, the moves pushed the bodies into each other and the next step's pushes threw
-   them apart: stack.yaml kept 3.3e-4 J after 5 s.) Not for cluster_proxies: there each
-   projection's pushes shear two cubes along their proxies' two normals, and the hold carried a
-   stack's upper cubes as one against the ground's body friction (the top cube's drift, 21 mm,
-   became 55). */
+   they take no more than stops the relative motion, so they never add energy; and inside the
+   projections, the pushes that follow see what they moved. (After the step instead, the moves
+   pushed the bodies into each other and the next step's pushes threw them apart: stack.yaml kept
+   3.3e-4 J after 5 s.) With cluster_proxies a push is a particle's out of another object's
+   cluster proxy, at the particle, along the push. With the proxies sharp, the pushes sheared two
+   cubes along their proxies' two normals and the hold carried a stack's upper cubes as one
+   against the ground's body friction (the top cube's drift, 21 mm, became 55); rounded, the
+   stack drifts 38.6 mm with the hold, 67.7 without (44.5 sharp, without). */
 #include "contact_internal.h"
 
 #include "csm_math.h"

@@ -3,9 +3,12 @@
    its offsets p_ic: a sphere about its rest centre of mass through its farthest member,
    intersected with the half-spaces that bound its members along the principal axes of A_rr
    (and, here, along the rest frame's axes), the whole grown by the contact
-   distance d so that a face of particles keeps the same gap as with method particles. A particle
-   x of another cluster is taken to that rest space by F^-1 (x - x-bar), pushed out through the
-   nearest face there, and taken back by F; the paper moves the particle alone. Here the cluster
+   distance d so that a face of particles keeps the same gap as with method particles; grown in
+   every direction, so that its edges and corners are rounded as the particles' own contact is
+   (proxy_round_exit: sharp, the edges of a cube sliding on a slab ploughed it, and it slid at
+   0.27 of Coulomb's acceleration). A particle x of another cluster is taken to that rest space by
+   F^-1 (x - x-bar), pushed out through the nearest face there, and taken back by F; the paper
+   moves the particle alone. Here the cluster
    answers with the opposite impulse as a rigid body about its centre of mass at the step's
    start, so the pair keeps linear and angular momentum (reaction: jones2015 is the paper's).
 

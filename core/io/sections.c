@@ -74,12 +74,13 @@ const csm_param_spec csm_contact_params[] = {
                     "m/s: approaches slower than this get no restitution, so resting contact stays at rest (as "
                     "Box2D's restitution threshold)", NULL, 0, 0, 0, NULL, 0),
     CSM_PARAM_FIELD("response", CSM_ENUM, csm_config, contact.response, CSM_CONTACT_RESPONSE_BODY, 0, 0,
-                    "particles: what static friction between objects acts on: body (at the end of each projection "
-                    "the two objects that touched are also held as rigid bodies by Coulomb's law on their contact "
-                    "region's total: the impulse and the couple about its normal that stop their relative slip "
-                    "there, within what the pairs' friction left of mu times their pushes; momentum and angular "
-                    "momentum kept) or particles (each pair's own friction alone, the papers' per-vertex rule: "
-                    "bodies creep where the iterations stop short)",
+                    "what static friction between objects acts on, with either method: body (at the end of each "
+                    "projection the two objects that touched are also held as rigid bodies by Coulomb's law on "
+                    "their contact region's total: the impulse and the couple about its normal that stop their "
+                    "relative slip there, within what the pairs' friction left of mu times their pushes; "
+                    "momentum kept, angular momentum to the first order of the turn) or particles (each pair's "
+                    "own friction alone, the papers' per-vertex rule: bodies creep where the iterations stop "
+                    "short)",
                     "body|particles", 0, 0, 0, NULL, 0),
     CSM_PARAM_END,
 };
