@@ -312,9 +312,9 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
                 }
                 c->lambda[q] += l;
             }
-            /* Coulomb friction on the pair's slip over the step so far (after Macklin et al. 2014 Sec
-               6.1), while its corrections have length left (most touching pairs of a resting stack
-               have none after a few passes) */
+            /* Coulomb friction on the pair's slip over the step so far (after Macklin et al. 2014
+               Sec 6.1), while its corrections have length left (most touching pairs of a resting
+               stack have none after a few passes) */
             if (mu > 0 && c->friction[4 * q + 3] < mu * c->lambda[q]) {
                 const double *ai = &c->x0[3 * i], *aj = &c->x0[3 * j];
                 double slip[3], sn = 0;
