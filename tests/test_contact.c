@@ -660,8 +660,8 @@ static void headon_warning(const char *const *sets, int nsets, char *warning, si
    the step goes back to where it went in (at 30 m/s they passed through each other). Faster than
    the particles' sweep holds whole, the run warns; so does one whose particle ends a frame deeper
    than d inside another object's proxy (since the proxies are rounded, none of these cubes'
-   particles does at 60, 100 or 300 m/s each; at 100 and 300 m/s they get past each other, as
-   before, unwarned). */
+   particles does at 60, 100 or 300 m/s each; from 120 m/s each they go through each other,
+   sharp proxies or rounded, docs/physics.md). */
 static void test_bodies_never_pass(void **state)
 {
     (void)state;
