@@ -35,6 +35,11 @@ enum { CSM_CONTACT_NONE, CSM_CONTACT_PARTICLES, CSM_CONTACT_PROXIES };
 /* The most positions along a step the broad phase of particles samples (contact.c particles_find):
    relative travel up to half this many contact distances a step is swept whole. */
 enum { CSM_CONTACT_SWEEP = 1024 };
+/* cluster_proxies hold two bodies apart while a particle's travel relative to a cluster's centre
+   over a step near it stays within this many contact distances (as measured: two cubes of 0.2 and
+   0.4 m met head-on went through each other from 80 and 100 contact distances a step); beyond,
+   the run warns (csm_proxies_find). */
+enum { CSM_PROXY_TRAVEL = 64 };
 /* Up to this many objects the broad phase asks each particle which other objects' boxes it reaches. */
 enum { CSM_CONTACT_BOX_OBJECTS = 64 };
 /* contact.reaction of cluster_proxies: who moves when a particle is pushed out of a proxy */
@@ -140,8 +145,9 @@ typedef struct csm_contacts {
     int64_t cap_patch_gap, cap_wnormal, cap_adj_start, cap_adj, cap_covered, cap_patch, cap_patch_start, cap_patch_k, cap_patch_w,
         cap_patch_n, cap_patch_lambda, cap_patch_friction;
     /* the fastest path the particles' sweep could not sample whole (more than CSM_CONTACT_SWEEP / 2
-       contact distances a step, near another object): its length (m; 0: none yet), its particle,
-       that object and the time of its step */
+       contact distances a step, near another object), or with cluster_proxies the longest travel
+       relative to a cluster's centre beyond CSM_PROXY_TRAVEL contact distances: its length (m; 0:
+       none yet), its particle, that object and the time of its step */
     double outran, outran_time;
     int32_t outran_particle, outran_object;
     /* cluster_proxies: what each pair needs to be left out of a pass (csm_proxies_project): the

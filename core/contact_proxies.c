@@ -544,7 +544,16 @@ int csm_proxies_find(csm_contacts *c, const csm_world *w, const double *x)
         return -1;
     for (int32_t q = 0; q < c->npairs; q++) { /* each particle's start in its cluster's rest space, fixed for the step */
         int32_t i = c->pair[2 * q], cl = c->pair[2 * q + 1];
-        const double *b = &c->body[BODY_STRIDE * cl], *a = &x0[3 * i];
+        const double *b = &c->body[BODY_STRIDE * cl], *a = &x0[3 * i], *sp = &c->sphere[SPHERE_STRIDE * cl];
+        double travel[3]; /* relative to the cluster's centre over the step: beyond the bound, the run warns */
+        for (int e = 0; e < 3; e++) travel[e] = x[3 * i + e] - a[e] - (sp[13 + e] - b[e]);
+        double len = csm_v3_norm(travel);
+        if (len > CSM_PROXY_TRAVEL * c->distance && len > c->outran) {
+            c->outran = len;
+            c->outran_time = w->time;
+            c->outran_particle = i;
+            c->outran_object = csm_cluster_object(w, cl);
+        }
         double rel0[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]}, *start = &c->reach[8 * q + 4];
         csm_m3_mul_v3(&b[17], rel0, start);
         start[3] = proxy_exit(&c->proxy[PROXY_STRIDE * cl], start, 0.0, NULL) > 0;

@@ -162,7 +162,8 @@ void csm_diagnostics(csm_sim *sim, csm_diag *d);
    CSM_ENERGY_CREATED of it (and it is more than round-off, 1e-9 J: the explicit integrators'
    own error reaches a few percent on the papers' scenes, 1.9 % on spin_cube.yaml and 3.2 % on
    stretch_cube.yaml's first frame), or when a particle outran the particles' sweep
-   (csm_contacts.outran: the fastest, after either; "; " between two), and returns 1; else 0. projective_dynamics, whose colliders were projected after each global solve, at one
+   or travelled beyond CSM_PROXY_TRAVEL relative to a cluster (csm_contacts.outran: the fastest,
+   after either; "; " between two), and returns 1; else 0. projective_dynamics, whose colliders were projected after each global solve, at one
    long step onto the ground made 2.1e3 J of a 9 J impact; a cube started half inside the ground
    is thrown out with 14.9 J created. */
 #define CSM_CONTACT_CREATED 0.01

@@ -660,8 +660,9 @@ static void headon_warning(const char *const *sets, int nsets, char *warning, si
    the step goes back to where it went in (at 30 m/s they passed through each other). Faster than
    the particles' sweep holds whole, the run warns; so does one whose particle ends a frame deeper
    than d inside another object's proxy (since the proxies are rounded, none of these cubes'
-   particles does at 60, 100 or 300 m/s each; from 120 m/s each they go through each other,
-   sharp proxies or rounded, docs/physics.md). */
+   particles does at 60, 100 or 300 m/s each), and so does one whose particle travels more than
+   64 contact distances relative to another object's cluster in a step (from 120 m/s each these
+   cubes go through each other, docs/physics.md). */
 static void test_bodies_never_pass(void **state)
 {
     (void)state;
@@ -700,7 +701,7 @@ static void test_bodies_never_pass(void **state)
         assert_true(gap > 0); /* cube 0 left of cube 1 at every frame's end */
         assert_true(dp < 1e-12 * 0.2 * speeds[k % 3]);
         assert_true(ke_max <= ke0 * (1 + 1e-12));
-        if (k < 3) assert_true(r.sim.constraints->contacts.outran == 0); /* particles within their sweep: no warning */
+        assert_true(r.sim.constraints->contacts.outran == 0); /* within the sweep, and the proxies' bound: no warning */
         assert_true(r.sim.inside.value == 0); /* no particle deeper than d in a proxy: no warning */
         run_stop(&r);
     }
@@ -716,6 +717,15 @@ static void test_bodies_never_pass(void **state)
     printf("cluster_proxies, two cubes held 0.1 m into each other: %s\n", inside);
     assert_non_null(strstr(inside, "m inside a proxy of object"));
     assert_non_null(strstr(inside, "deeper than the contact distance 0.05 m"));
+    /* With cluster_proxies at 150 m/s each (5 m, 100 contact distances, of relative travel a step)
+       the two go through each other: beyond the proxies' 64 contact distances the run says so. */
+    const char *through[] = {"objects.0.velocity=[150, 0, 0]", "objects.1.velocity=[-150, 0, 0]", "time.frames=2",
+                             "contact.method=cluster_proxies"};
+    char beyond[1200];
+    headon_warning(through, 4, beyond, sizeof beyond);
+    printf("cluster_proxies, head-on at 150 m/s each: %s\n", beyond);
+    assert_non_null(strstr(beyond, "travelled 5 m relative to a cluster of object"));
+    assert_non_null(strstr(beyond, "beyond the 3.2 m (64 contact distances) within which cluster_proxies hold"));
     /* Beyond the sweep's 512 contact distances a step (2,000 m/s each, 33 m a step) the run says so,
        with the particle, its speed and the object it passed near. */
     const char *fast[] = {"objects.0.velocity=[2000, 0, 0]", "objects.1.velocity=[-2000, 0, 0]", "time.frames=1"};
