@@ -352,26 +352,17 @@ int csm_sim_contact_warning(const csm_sim *sim, char *text, size_t size)
                       (int)sim->inside.frame, sim->inside.time, sim->inside_speed, c ? c->distance : 0.0);
         m = &sim->inside;
     }
-    if (c && c->outran > 0 && c->cfg.method == CSM_CONTACT_PROXIES && n >= 0 && (size_t)n < size) {
-        double h = sim->cfg->dt / sim->cfg->substeps;
-        snprintf(text + n, size - (size_t)n,
-                 "%sparticle %d of object %d travelled %.3g m relative to a cluster of object %d in one step at t = "
-                 "%g s (%.3g m/s), beyond the %.3g m (%d contact distances) within which cluster_proxies hold two "
-                 "bodies apart: they may pass through each other (time.substeps)",
-                 n ? "; " : "", (int)c->outran_particle, (int)sim->w.P.object[c->outran_particle], c->outran,
-                 (int)c->outran_object, c->outran_time, c->outran / h, c->distance * CSM_PROXY_TRAVEL,
-                 (int)CSM_PROXY_TRAVEL);
-        return 1;
-    }
     if (c && c->outran > 0 && n >= 0 && (size_t)n < size) {
         double h = sim->cfg->dt / sim->cfg->substeps;
+        int proxies = c->cfg.method == CSM_CONTACT_PROXIES, bound = proxies ? CSM_PROXY_TRAVEL : CSM_CONTACT_SWEEP / 2;
         snprintf(text + n, size - (size_t)n,
-                 "%sparticle %d of object %d travelled %.3g m in one step at t = %g s (%.3g m/s) near object %d, beyond "
-                 "the %.3g m (%d contact distances) the contacts sweep whole: contacts along its path may be missed "
-                 "(time.substeps)",
+                 "%sparticle %d of object %d travelled %.3g m in one step at t = %g s (%.3g m/s) %s object %d, beyond "
+                 "the %.3g m (%d contact distances) %s (time.substeps)",
                  n ? "; " : "", (int)c->outran_particle, (int)sim->w.P.object[c->outran_particle], c->outran,
-                 c->outran_time, c->outran / h, (int)c->outran_object, 0.5 * c->distance * CSM_CONTACT_SWEEP,
-                 CSM_CONTACT_SWEEP / 2);
+                 c->outran_time, c->outran / h, proxies ? "relative to a cluster of" : "near", (int)c->outran_object,
+                 c->distance * bound, bound,
+                 proxies ? "within which cluster_proxies hold two bodies apart: they may pass through each other"
+                         : "the contacts sweep whole: contacts along its path may be missed");
         return 1;
     }
     return m != NULL;
