@@ -145,7 +145,7 @@ static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
         if (!(l > 0)) continue;
         double *n = &c->hold_geom[7 * pushing], *at = n + 3, *left = n + 6; /* kept for the arms below */
         c->hold_push[pushing++] = k;
-        *left = mu > 0 ? mu * l - push_friction(c, k) : 0.0;
+        *left = mu * l - push_friction(c, k); /* mu > 0: no hold runs without friction */
         push_at(c, w, x, k, n, at);
         csm_contact_hold *r = &c->holds[c->hold_of[k]];
         r->weight += l;

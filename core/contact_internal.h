@@ -47,7 +47,7 @@ static inline void csm_friction_cone(double F[4], const double slip[3], double w
     }
     double d[3] = {G[0] - F[0], G[1] - F[1], G[2] - F[2]}, step = csm_v3_norm(d);
     if (step > room) {
-        double s = room > 0 ? room / step : 0.0;
+        double s = room / step; /* room > 0 here */
         for (int e = 0; e < 3; e++) d[e] *= s;
         step *= s;
     }

@@ -664,7 +664,7 @@ void csm_proxies_project(csm_contacts *c, const csm_world *w, double *x)
                     body_impulse(r, J, P, T);
                     lam[0] += l;
                 }
-                if (mu > 0 && lam[0] > 0 && im[i] > 0) { /* Coulomb friction on the slip against the cluster's material point
+                if (mu > 0 && c->friction[4 * q + 3] < mu * lam[0] && im[i] > 0) { /* Coulomb friction on the slip against the cluster's material point
                                                             under the particle at the step's start (after Macklin et al. 2014 Sec 6.1) */
                     double under[3], slip[3];
                     csm_m3_mul_v3(M, &c->reach[8 * q + 4], under);

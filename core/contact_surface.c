@@ -259,7 +259,7 @@ void csm_surface_project(csm_contacts *c, const csm_world *w, double *x, double 
             }
             c->patch_lambda[p] += l;
         }
-        if (!(mu > 0 && c->patch_lambda[p] > 0)) continue;
+        if (!(mu > 0 && c->patch_friction[4 * p + 3] < mu * c->patch_lambda[p])) continue; /* none, or spent */
         /* i's slip over the step against the point under it, held back as a pair's (contact.c) */
         double slip[3], sn = 0;
         for (int e = 0; e < 3; e++) slip[e] = xi[e] - c->x0[3 * i + e];
