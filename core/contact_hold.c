@@ -58,6 +58,34 @@ static int32_t hold_find(csm_contacts *c, int32_t a, int32_t b)
     return c->nholds++;
 }
 
+/* Object o as a rigid body at the step's start x0: its mass, centre and inverse inertia, which
+   the step's projections keep (a body turns little in a step). */
+static void body_start(const csm_world *w, const double *x0, int32_t o, csm_hold_body *b)
+{
+    const csm_particles *P = &w->P;
+    int32_t lo = w->object_first[o], hi = w->object_first[o + 1];
+    double mx[3] = {0, 0, 0}, S[9] = {0}, I[9];
+    b->M = 0;
+    b->pinned = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        const double *xi = &x0[3 * i], m = P->mass[i];
+        b->M += m;
+        b->pinned |= P->inv_mass[i] == 0.0;
+        for (int a = 0; a < 3; a++) {
+            mx[a] += m * xi[a];
+            for (int e = a; e < 3; e++) S[3 * a + e] += m * xi[a] * xi[e];
+        }
+    }
+    for (int e = 0; e < 3; e++) b->com0[e] = mx[e] / b->M;
+    for (int a = 0; a < 3; a++) /* about the centre (parallel axes) */
+        for (int e = a; e < 3; e++) S[3 * e + a] = S[3 * a + e] -= b->M * b->com0[a] * b->com0[e];
+    double tr = S[0] + S[4] + S[8];
+    for (int a = 0; a < 9; a++) I[a] = (a % 4 == 0 ? tr : 0.0) - S[a];
+    tr *= 2;
+    if (!(csm_m3_det(I) > 1e-9 * tr * tr * tr) || csm_m3_inverse(I, b->Iinv) == 0.0) /* flat: no turn about its normal */
+        csm_pinv_sym3(I, 1e-12, b->Iinv);
+}
+
 /* The step's holds: each pair and patch between two objects gets its two objects' hold. The pairs
    and patches are found once a step, at its first projection. */
 static int holds_list(csm_contacts *c, const csm_world *w)
@@ -67,7 +95,7 @@ static int holds_list(csm_contacts *c, const csm_world *w)
     c->nholds = 0;
     if (csm_grow((void **)&c->hold_of, &c->cap_hold_of, n, sizeof *c->hold_of) ||
         csm_grow((void **)&c->hold_push, &c->cap_hold_push, n, sizeof *c->hold_push) ||
-        csm_grow((void **)&c->hold_geom, &c->cap_hold_geom, 7 * (int64_t)n, sizeof *c->hold_geom) ||
+        csm_grow((void **)&c->hold_geom, &c->cap_hold_geom, 4 * (int64_t)n, sizeof *c->hold_geom) ||
         csm_grow((void **)&c->hold_body, &c->cap_hold_body, w->nobjects, sizeof *c->hold_body))
         return -1;
     for (int32_t k = 0; k < n; k++) {
@@ -81,58 +109,71 @@ static int holds_list(csm_contacts *c, const csm_world *w)
             oa = obj[c->patch_i[p]];
             ob = obj[c->patch_k[c->patch_start[p]]];
         }
-        c->hold_of[k] = oa == ob ? -1 : hold_find(c, oa, ob);
-        if (oa != ob && c->hold_of[k] < 0) return -1;
+        if (oa == ob) {
+            c->hold_of[k] = -1;
+            continue;
+        }
+        int32_t h = hold_find(c, oa, ob);
+        if (h < 0) return -1;
+        c->hold_of[k] = 2 * h + (oa > ob); /* the odd ones push from a to b */
     }
+    for (int32_t o = 0; o < w->nobjects; o++) c->hold_body[o].needed = 0;
+    for (int32_t h = 0; h < c->nholds; h++) c->hold_body[c->holds[h].a].needed = c->hold_body[c->holds[h].b].needed = 1;
+    for (int32_t o = 0; o < w->nobjects; o++)
+        if (c->hold_body[o].needed) body_start(w, c->x0, o, &c->hold_body[o]);
     c->hold_ready = 1;
     return 0;
 }
 
-/* The push of pair or patch k (its lambda), 0 where it is none between two objects. */
-static double push_lambda(const csm_contacts *c, int32_t k)
-{
-    if (c->hold_of[k] < 0) return 0;
-    return k < c->npairs ? c->lambda[k] : c->patch_lambda[k - c->npairs];
-}
+/* A run of pushes of one hold, summed before they join it (consecutive pairs mostly share one). */
+typedef struct region_run {
+    int32_t h;
+    double weight, slack, n[3], xc[3];
+} region_run;
 
-/* The friction pair or patch k holds now, |F| of its cone (csm_friction_cone), whose rest of mu
-   times its push the hold between the two bodies may use. Counted as the corrections' length,
-   that rest was gone whenever they had gone back and forth, and a cube half a degree under the
-   friction angle at mu = 0.3 crept at 3 mm/s. */
-static double push_friction(const csm_contacts *c, int32_t k)
+static void run_flush(csm_contact_hold *holds, region_run *u, int32_t h)
 {
-    return csm_v3_norm(k < c->npairs ? &c->friction[4 * k] : &c->patch_friction[4 * (k - c->npairs)]);
-}
-
-/* Push k's normal from its hold's b to a, and its point at positions x. */
-static void push_at(const csm_contacts *c, const csm_world *w, const double *x, int32_t k, double n[3], double at[3])
-{
-    const double *nk;
-    int32_t i;
-    if (k < c->npairs && c->cfg.method == CSM_CONTACT_PROXIES) {
-        i = c->pair[2 * k];
-        nk = &c->normal[3 * k]; /* the push, out of the cluster's proxy towards i */
-        memcpy(at, &x[3 * i], 3 * sizeof *at);
-    } else if (k < c->npairs) {
-        int32_t j = c->pair[2 * k + 1];
-        i = c->pair[2 * k];
-        nk = &c->normal[3 * k]; /* along x_i - x_j */
-        for (int e = 0; e < 3; e++) at[e] = 0.5 * (x[3 * i + e] + x[3 * j + e]);
-    } else {
-        int32_t p = k - c->npairs;
-        i = c->patch_i[p];
-        nk = &c->patch_n[3 * p]; /* the surface's, out towards i */
-        memcpy(at, &x[3 * i], 3 * sizeof *at);
+    if (u->h >= 0) {
+        csm_contact_hold *r = &holds[u->h];
+        r->weight += u->weight;
+        r->slack += u->slack;
+        for (int e = 0; e < 3; e++) {
+            r->n[e] += u->n[e];
+            r->xc[e] += u->xc[e];
+        }
     }
-    double sign = w->P.object[i] == c->holds[c->hold_of[k]].a ? 1.0 : -1.0;
-    for (int e = 0; e < 3; e++) n[e] = sign * nk[e];
+    memset(u, 0, sizeof *u);
+    u->h = h;
+}
+
+/* A push (lambda l, its hold's code hk, normal nk from its second side to its first, point at)
+   joins its hold's region, its point and friction left kept in geom for the arms (regions_at).
+   Its friction left is mu l less what it holds now, |F| of its cone (csm_friction_cone): counted
+   as the corrections' length, that rest was gone whenever they had gone back and forth, and a
+   cube half a degree under the friction angle at mu = 0.3 crept at 3 mm/s. */
+static inline void region_add(csm_contact_hold *holds, region_run *u, int32_t hk, double l, double left,
+                              const double nk[3], const double at[3], double *geom)
+{
+    if (hk >> 1 != u->h) run_flush(holds, u, hk >> 1);
+    double sign = hk & 1 ? -l : l;
+    u->weight += l;
+    u->slack += left;
+    for (int e = 0; e < 3; e++) {
+        geom[e] = at[e];
+        u->n[e] += sign * nk[e];
+        u->xc[e] += l * at[e];
+    }
+    geom[3] = left;
 }
 
 /* Each hold's contact region at x: its pushes' sums, normal and centre, and the friction left
-   (weight 0 where none is left or nothing pushed). */
-static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
+   (weight 0 where none is left or nothing pushed). A pair's point is its particle with proxies
+   (the push is out of a cluster's proxy towards it), else the middle of its two; a patch's is its
+   particle (the normal is the surface's, out towards it). */
+static void regions_at(csm_contacts *c, const double *x)
 {
-    double mu = c->cfg.friction;
+    double mu = c->cfg.friction; /* > 0: no hold runs without friction */
+    int proxies = c->cfg.method == CSM_CONTACT_PROXIES;
     for (int32_t h = 0; h < c->nholds; h++) {
         csm_contact_hold *r = &c->holds[h];
         r->weight = r->slack = r->twist = 0;
@@ -140,21 +181,25 @@ static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
         memset(r->xc, 0, sizeof r->xc);
     }
     int32_t pushing = 0;
-    for (int32_t k = 0; k < c->npairs + c->npatch; k++) {
-        double l = push_lambda(c, k);
-        if (!(l > 0)) continue;
-        double *n = &c->hold_geom[7 * pushing], *at = n + 3, *left = n + 6; /* kept for the arms below */
-        c->hold_push[pushing++] = k;
-        *left = mu * l - push_friction(c, k); /* mu > 0: no hold runs without friction */
-        push_at(c, w, x, k, n, at);
-        csm_contact_hold *r = &c->holds[c->hold_of[k]];
-        r->weight += l;
-        r->slack += *left;
-        for (int e = 0; e < 3; e++) {
-            r->n[e] += l * n[e];
-            r->xc[e] += l * at[e];
-        }
+    region_run u = {.h = -1};
+    for (int32_t k = 0; k < c->npairs; k++) {
+        int32_t hk = c->hold_of[k], i = c->pair[2 * k], j = c->pair[2 * k + 1];
+        double l = c->lambda[k], at[3];
+        if (hk < 0 || !(l > 0)) continue;
+        for (int e = 0; e < 3; e++) at[e] = proxies ? x[3 * i + e] : 0.5 * (x[3 * i + e] + x[3 * j + e]);
+        c->hold_push[pushing] = hk >> 1;
+        region_add(c->holds, &u, hk, l, mu * l - csm_v3_norm(&c->friction[4 * k]), &c->normal[3 * k], at,
+                   &c->hold_geom[4 * pushing++]);
     }
+    for (int32_t p = 0; p < c->npatch; p++) {
+        int32_t hk = c->hold_of[c->npairs + p];
+        double l = c->patch_lambda[p];
+        if (hk < 0 || !(l > 0)) continue;
+        c->hold_push[pushing] = hk >> 1;
+        region_add(c->holds, &u, hk, l, mu * l - csm_v3_norm(&c->patch_friction[4 * p]), &c->patch_n[3 * p],
+                   &x[3 * c->patch_i[p]], &c->hold_geom[4 * pushing++]);
+    }
+    run_flush(c->holds, &u, -1);
     int any = 0;
     for (int32_t h = 0; h < c->nholds; h++) {
         csm_contact_hold *r = &c->holds[h];
@@ -169,55 +214,48 @@ static void regions_at(csm_contacts *c, const csm_world *w, const double *x)
             r->xc[e] /= r->weight;
         }
     }
-    for (int32_t q = 0; q < pushing && any; q++) { /* the friction left, times its arm about x_c */
-        int32_t k = c->hold_push[q];
-        if (!(c->holds[c->hold_of[k]].weight > 0)) continue;
-        const double *at = &c->hold_geom[7 * q + 3];
-        csm_contact_hold *r = &c->holds[c->hold_of[k]];
+    double twist = 0;
+    for (int32_t q = 0, h = -1; q <= pushing && any; q++) { /* the friction left, times its arm about x_c */
+        if (q == pushing || c->hold_push[q] != h) {
+            if (h >= 0) c->holds[h].twist += twist;
+            if (q == pushing) break;
+            h = c->hold_push[q];
+            twist = 0;
+        }
+        const csm_contact_hold *r = &c->holds[h];
+        if (!(r->weight > 0)) continue;
+        const double *at = &c->hold_geom[4 * q];
         double rho[3] = {at[0] - r->xc[0], at[1] - r->xc[1], at[2] - r->xc[2]}, along = csm_v3_dot(rho, r->n);
         for (int e = 0; e < 3; e++) rho[e] -= along * r->n[e];
-        r->twist += c->hold_geom[7 * q + 6] * csm_v3_norm(rho);
+        twist += c->hold_geom[4 * q + 3] * csm_v3_norm(rho);
     }
 }
 
-/* Object o as a rigid body at x: its mass, centre, inverse inertia, and its rigid displacement
-   since x0 (its particles' momentum and angular momentum of x - x0, over its mass and inertia).
-   One pass of sums about the world's origin, moved to the centre of mass after (parallel axes). */
+/* Object o's rigid displacement since the step began at x (its particles' momentum and angular
+   momentum of u = x - x0 over its mass and the step's inertia), and its centre there. About its
+   centre c: sum m (x - c) x u = sum m x0 x u - c x sum m u, as x x u = x0 x u. */
 static void body_at(const csm_world *w, const double *x0, const double *x, int32_t o, csm_hold_body *b)
 {
-    const csm_particles *P = &w->P;
-    int32_t lo = w->object_first[o], hi = w->object_first[o + 1];
-    double mx[3] = {0, 0, 0}, mu[3] = {0, 0, 0}, L[3] = {0, 0, 0}, S[9] = {0}, I[9];
-    b->M = 0;
-    b->pinned = 0;
-    for (int32_t i = lo; i < hi; i++) {
-        const double *xi = &x[3 * i], m = P->mass[i];
-        double u[3] = {xi[0] - x0[3 * i], xi[1] - x0[3 * i + 1], xi[2] - x0[3 * i + 2]}, l[3];
-        b->M += m;
-        b->pinned |= P->inv_mass[i] == 0.0;
-        csm_v3_cross(xi, u, l);
-        for (int a = 0; a < 3; a++) {
-            mx[a] += m * xi[a];
-            mu[a] += m * u[a];
-            L[a] += m * l[a];
-            for (int e = a; e < 3; e++) S[3 * a + e] += m * xi[a] * xi[e];
-        }
+    const double *mass = w->P.mass;
+    double mu[3] = {0, 0, 0}, L[3] = {0, 0, 0}, cl[3];
+    for (int32_t i = w->object_first[o]; i < w->object_first[o + 1]; i++) {
+        const double *a = &x0[3 * i], m = mass[i];
+        double u[3] = {x[3 * i] - a[0], x[3 * i + 1] - a[1], x[3 * i + 2] - a[2]};
+        mu[0] += m * u[0];
+        mu[1] += m * u[1];
+        mu[2] += m * u[2];
+        L[0] += m * (a[1] * u[2] - a[2] * u[1]);
+        L[1] += m * (a[2] * u[0] - a[0] * u[2]);
+        L[2] += m * (a[0] * u[1] - a[1] * u[0]);
     }
-    double cl[3];
     for (int e = 0; e < 3; e++) {
-        b->com[e] = mx[e] / b->M;
         b->D[e] = mu[e] / b->M;
+        b->com[e] = b->at[e] = b->com0[e] + b->D[e];
+        b->moveD[e] = b->moveW[e] = 0;
     }
+    b->moved = 0;
     csm_v3_cross(b->com, mu, cl);
-    for (int a = 0; a < 3; a++) {
-        L[a] -= cl[a]; /* sum m (x - c) x u = sum m x x u - c x sum m u */
-        for (int e = a; e < 3; e++) S[3 * e + a] = S[3 * a + e] -= b->M * b->com[a] * b->com[e];
-    }
-    double tr = S[0] + S[4] + S[8];
-    for (int a = 0; a < 9; a++) I[a] = (a % 4 == 0 ? tr : 0.0) - S[a];
-    tr *= 2;
-    if (!(csm_m3_det(I) > 1e-9 * tr * tr * tr) || csm_m3_inverse(I, b->Iinv) == 0.0) /* flat: no turn about its normal */
-        csm_pinv_sym3(I, 1e-12, b->Iinv);
+    for (int e = 0; e < 3; e++) L[e] -= cl[e];
     csm_m3_mul_v3(b->Iinv, L, b->W);
 }
 
@@ -236,19 +274,31 @@ static void impulse_change(const csm_hold_body *b, const double p[3], const doub
     }
 }
 
-/* Moves object o's particles rigidly by (dD, dW), and its body with them. */
-static void shove(const csm_world *w, int32_t o, csm_hold_body *b, const double dD[3], const double dW[3], double *x)
+/* Moves object o's body by (dD, dW), and its particles with it when the projection's holds are
+   done (body_move): each hold sees the others' moves, and the particles move once. */
+static void shove(csm_hold_body *b, const double dD[3], const double dW[3])
 {
     if (b->pinned) return;
-    for (int32_t i = w->object_first[o]; i < w->object_first[o + 1]; i++) {
-        double q[3] = {x[3 * i] - b->com[0], x[3 * i + 1] - b->com[1], x[3 * i + 2] - b->com[2]}, t[3];
-        csm_v3_cross(dW, q, t);
-        for (int e = 0; e < 3; e++) x[3 * i + e] += dD[e] + t[e];
-    }
     for (int e = 0; e < 3; e++) {
         b->com[e] += dD[e];
         b->D[e] += dD[e];
         b->W[e] += dW[e];
+        b->moveD[e] += dD[e];
+        b->moveW[e] += dW[e];
+    }
+    b->moved = 1;
+}
+
+/* Object o's particles moved rigidly by its holds' sum (about the centre they started from: the
+   moves differ from one after another by the second order of the turns, and keep momentum). */
+static void body_move(const csm_world *w, int32_t o, const csm_hold_body *b, double *x)
+{
+    const double *dD = b->moveD, *dW = b->moveW, *c = b->at;
+    for (int32_t i = w->object_first[o]; i < w->object_first[o + 1]; i++) {
+        double *xi = &x[3 * i], q[3] = {xi[0] - c[0], xi[1] - c[1], xi[2] - c[2]};
+        xi[0] += dD[0] + dW[1] * q[2] - dW[2] * q[1];
+        xi[1] += dD[1] + dW[2] * q[0] - dW[0] * q[2];
+        xi[2] += dD[2] + dW[0] * q[1] - dW[1] * q[0];
     }
 }
 
@@ -272,7 +322,7 @@ static void relative_motion(const csm_hold_body *A, const csm_hold_body *B, cons
 }
 
 /* One hold: the impulse and couple that stop r's relative slip and turn, within Coulomb's bound. */
-static void hold_one(csm_contacts *c, const csm_world *w, csm_contact_hold *r, double *x)
+static void hold_one(csm_contacts *c, csm_contact_hold *r)
 {
     csm_hold_body *A = &c->hold_body[r->a], *B = &c->hold_body[r->b];
     if (A->pinned && B->pinned) return;
@@ -314,9 +364,9 @@ static void hold_one(csm_contacts *c, const csm_world *w, csm_contact_hold *r, d
         mT[e] = -T[e];
     }
     impulse_change(A, xc, J, T, dD, dW);
-    shove(w, r->a, A, dD, dW, x);
+    shove(A, dD, dW);
     impulse_change(B, xc, minus, mT, dD, dW);
-    shove(w, r->b, B, dD, dW, x);
+    shove(B, dD, dW);
 }
 
 int csm_contacts_hold(csm_contacts *c, const csm_world *w, double *x)
@@ -326,13 +376,15 @@ int csm_contacts_hold(csm_contacts *c, const csm_world *w, double *x)
         return 0;
     if (!c->hold_ready && holds_list(c, w)) return -1;
     if (c->nholds == 0) return 0;
-    regions_at(c, w, x);
+    regions_at(c, x);
     for (int32_t o = 0; o < w->nobjects; o++) c->hold_body[o].needed = 0;
     for (int32_t h = 0; h < c->nholds; h++)
         if (c->holds[h].weight > 0) c->hold_body[c->holds[h].a].needed = c->hold_body[c->holds[h].b].needed = 1;
     for (int32_t o = 0; o < w->nobjects; o++)
         if (c->hold_body[o].needed) body_at(w, c->x0, x, o, &c->hold_body[o]);
     for (int32_t h = 0; h < c->nholds; h++)
-        if (c->holds[h].weight > 0) hold_one(c, w, &c->holds[h], x);
+        if (c->holds[h].weight > 0) hold_one(c, &c->holds[h]);
+    for (int32_t o = 0; o < w->nobjects; o++)
+        if (c->hold_body[o].needed && c->hold_body[o].moved) body_move(w, o, &c->hold_body[o], x);
     return 0;
 }
