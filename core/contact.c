@@ -63,6 +63,8 @@ void csm_contacts_free(csm_contacts *c)
     free(c->wnormal);
     free(c->adj_start);
     free(c->adj);
+    free(c->under_a);
+    free(c->under);
     free(c->covered);
     free(c->patch_i);
     free(c->patch_start);
@@ -294,7 +296,7 @@ static void particles_project(csm_contacts *c, const csm_world *w, double *x)
 {
     const double *im = w->P.inv_mass;
     double d = c->distance, mu = c->x0 ? c->cfg.friction : 0.0;
-    const unsigned char *covered = w->surface ? c->covered : NULL;
+    const unsigned char *covered = w->surface && c->ncovered ? c->covered : NULL;
     for (int32_t pass = 0; pass < c->cfg.passes; pass++) {
         if (c->npatch) csm_surface_project(c, w, x, mu);
         for (int32_t q = 0; q < c->npairs; q++) {

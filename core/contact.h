@@ -68,9 +68,13 @@ typedef struct csm_contact_hold {
 
 /* An object as a rigid body at the last projection, for the hold (contact_hold.c). */
 typedef struct csm_hold_body {
-    double M, com[3], Iinv[9];        /* its mass, centre of mass and inverse inertia (a pseudo-inverse when flat) */
-    double D[3], W[3];                /* its rigid displacement since the step began: at the centre, and its turn */
-    int pinned, needed;
+    double M, com0[3], Iinv[9];       /* the step's: its mass, centre of mass at the step's start and inverse
+                                         inertia there (a pseudo-inverse when flat) */
+    double com[3], D[3], W[3];        /* at the last projection: its centre, and its rigid displacement since
+                                         the step began, at the centre and its turn */
+    double at[3], moveD[3], moveW[3]; /* the projection's holds so far: the centre they started from, and the
+                                         sums of what they moved it by */
+    int pinned, needed, moved;
 } csm_hold_body;
 
 /* The `contact:` section. */
@@ -123,16 +127,21 @@ typedef struct csm_contacts {
     int64_t cap_regions;
     csm_contact_hold *holds;    /* contact_hold.c's, one per two objects paired in the step */
     int32_t nholds;
-    int32_t *hold_of;           /* [npairs + npatch] each pair's, then patch's, hold (-1: within one object, or off) */
-    int32_t *hold_push;         /* [npairs + npatch] scratch: the pairs and patches that pushed */
-    double *hold_geom;          /* [7 (npairs + npatch)] scratch: each of those pushes' normal, point and friction left */
+    int32_t *hold_of;           /* [npairs + npatch] each pair's, then patch's, hold h as 2 h, or 2 h + 1 where it
+                                   pushes from the hold's a to b (-1: within one object, or off) */
+    int32_t *hold_push;         /* [npairs + npatch] scratch: the hold of each pair and patch that pushed */
+    double *hold_geom;          /* [4 (npairs + npatch)] scratch: each of those pushes' point and friction left */
     csm_hold_body *hold_body;   /* [objects] */
     int hold_ready;             /* 1 once the step's holds are listed */
     int64_t cap_holds, cap_hold_of, cap_hold_push, cap_hold_geom, cap_hold_body;
     int64_t cap_sample;
     double *wnormal;            /* [3n] the particles' surface normals (csm_world.surface) turned to the world */
     int32_t *adj_start, *adj;   /* [n + 1], [2 npairs]: the pairs each particle has with other objects, CSR */
+    int32_t *under_a;           /* scratch: the surface particles a patch is fitted to, as their pairs in adj */
+    double *under;              /* scratch: each one's offset from the particle and its normal (6 doubles) */
+    int64_t cap_under_a, cap_under;
     unsigned char *covered;     /* [npairs] 1: a patch holds the pair, its own constraint is off */
+    int64_t ncovered;           /* how many times a patch took a pair (0: none is covered) */
     int32_t npatch, npatch_k;
     int32_t *patch_i;           /* [npatch] the particle held off */
     int32_t *patch_start;       /* [npatch + 1] its surface's particles, patch_k[patch_start[p] ...] */

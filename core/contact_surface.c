@@ -37,12 +37,13 @@
 #include <math.h>
 #include <string.h>
 
-/* The world normal of each particle at the step's start: its rest normal turned by the rotation
-   of its first cluster's last fit (zero where it has none). */
+/* The world normal at the step's start of each particle paired with another object: its rest
+   normal turned by the rotation of its first cluster's last fit (zero where it has none). */
 static void world_normals(csm_contacts *c, const csm_world *w)
 {
     const csm_clusters *C = &w->C;
     for (int32_t i = 0; i < w->P.n; i++) {
+        if (c->adj_start[i + 1] == c->adj_start[i]) continue; /* no pair with another object */
         const double *n0 = &w->surface[4 * i];
         double *out = &c->wnormal[3 * i];
         if (C->poff && C->poff[i] < C->poff[i + 1] && (n0[0] != 0 || n0[1] != 0 || n0[2] != 0))
@@ -69,15 +70,16 @@ static int facing(const double nk[3], const double side[3])
     return (nk[0] != 0 || nk[1] != 0 || nk[2] != 0) && csm_v3_dot(nk, side) > -0.1;
 }
 
-/* k's offset from i across n (e1, e2 the unit vectors across it) at positions x0, t, and the
-   kernel phi = (1 - s)^2 of s = |t|^2 / reach^2; 0 when k lies beyond the reach. */
-static int kernel(const double *x0, int32_t i, int32_t k, const double e1[3], const double e2[3], double reach,
-                  double t[2], double *s, double *phi)
+/* An offset r from i across n (e1, e2 the unit vectors across it), t, and the kernel
+   phi = (1 - s)^2 of s = |t|^2 / reach^2; 0 when it lies beyond the reach. */
+static int kernel(const double r[3], const double e1[3], const double e2[3], double reach, double t[2], double *s,
+                  double *phi)
 {
-    double r[3] = {x0[3 * k] - x0[3 * i], x0[3 * k + 1] - x0[3 * i + 1], x0[3 * k + 2] - x0[3 * i + 2]};
     t[0] = csm_v3_dot(r, e1);
     t[1] = csm_v3_dot(r, e2);
-    *s = (t[0] * t[0] + t[1] * t[1]) / (reach * reach);
+    double t2 = t[0] * t[0] + t[1] * t[1], r2 = reach * reach;
+    if (t2 >= r2) return 0;
+    *s = t2 / r2;
     if (*s >= 1) return 0;
     *phi = (1 - *s) * (1 - *s);
     return 1;
@@ -104,21 +106,33 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
     double len = csm_v3_norm(n);
     if (!(len > 0)) return 0;
     for (int e = 0; e < 3; e++) n[e] /= len;
-    /* twice: the kernel-weighted normal of the surface particles under i that face its way, then
-       the fit across it, where every one of them lies within 14 degrees of that normal: a flat
-       surface (within 2 d of a box's edge, whose particles' normals lie between its two faces',
-       or on a ball of less than about eight spacings' radius, it is not, and the spheres act) */
-    double side[3], e1[3], e2[3], M[9], t[2], phi, nearest = INFINITY;
-    memcpy(side, n, sizeof side);
+    /* b's surface particles paired with i that face its way: their offsets from i and normals */
+    int32_t nu = 0, *ua = c->under_a;
+    double *u = c->under;
+    for (int32_t a = from; a < to; a++) {
+        int32_t k = partner(c, c->adj[a], i);
+        const double *nk = &c->wnormal[3 * k];
+        if (w->P.object[k] != b || !facing(nk, n)) continue;
+        ua[nu] = a;
+        for (int e = 0; e < 3; e++) {
+            u[6 * nu + e] = x0[3 * k + e] - x0[3 * i + e];
+            u[6 * nu + 3 + e] = nk[e];
+        }
+        nu++;
+    }
+    /* twice: the kernel-weighted normal of those under i, then the fit across it, where every one
+       of them lies within 14 degrees of that normal: a flat surface (within 2 d of a box's edge,
+       whose particles' normals lie between its two faces', or on a ball of less than about eight
+       spacings' radius, it is not, and the spheres act) */
+    double e1[3], e2[3], M[9], t[2], phi, nearest = INFINITY;
     for (int round = 0; round < 2; round++) {
         across(n, e1, e2);
         double sum[3] = {0, 0, 0};
         memset(M, 0, sizeof M);
-        for (int32_t a = from; a < to; a++) {
-            int32_t k = partner(c, c->adj[a], i);
-            const double *nk = &c->wnormal[3 * k];
+        for (int32_t q = 0; q < nu; q++) {
+            const double *r = &u[6 * q], *nk = r + 3;
             double s;
-            if (w->P.object[k] != b || !facing(nk, side) || !kernel(x0, i, k, e1, e2, reach, t, &s, &phi)) continue;
+            if (!kernel(r, e1, e2, reach, t, &s, &phi)) continue;
             for (int e = 0; e < 3; e++) sum[e] += phi * nk[e];
             if (round == 0) continue;
             if (csm_v3_dot(nk, n) < 0.97) return 0;
@@ -144,22 +158,23 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
         csm_grow((void **)&c->patch_lambda, &c->cap_patch_lambda, (int64_t)(p + 1), sizeof *c->patch_lambda) ||
         csm_grow((void **)&c->patch_friction, &c->cap_patch_friction, 4 * (int64_t)(p + 1), sizeof *c->patch_friction) ||
         csm_grow((void **)&c->patch_gap, &c->cap_patch_gap, p + 1, sizeof *c->patch_gap) ||
-        csm_grow((void **)&c->patch_k, &c->cap_patch_k, start + (to - from), sizeof *c->patch_k) ||
-        csm_grow((void **)&c->patch_w, &c->cap_patch_w, start + (to - from), sizeof *c->patch_w))
+        csm_grow((void **)&c->patch_k, &c->cap_patch_k, start + nu, sizeof *c->patch_k) ||
+        csm_grow((void **)&c->patch_w, &c->cap_patch_w, start + nu, sizeof *c->patch_w))
         return -1;
     double height = 0, depth = 0; /* n . (x_i - sum w_k x_k); sum w_k n . (s_k - x_k), s_k k's surface point */
-    int32_t m = start;
-    for (int32_t a = from; a < to; a++) {
-        int32_t k = partner(c, c->adj[a], i);
-        double s, r[3] = {x0[3 * k] - x0[3 * i], x0[3 * k + 1] - x0[3 * i + 1], x0[3 * k + 2] - x0[3 * i + 2]};
-        if (w->P.object[k] != b || !facing(&c->wnormal[3 * k], side) || !kernel(x0, i, k, e1, e2, reach, t, &s, &phi))
-            continue;
+    int32_t m = start, held = 0;
+    for (int32_t q = 0; q < nu; q++) {
+        const double *r = &u[6 * q], *nk = r + 3;
+        int32_t k = partner(c, c->adj[ua[q]], i);
+        double s;
+        if (!kernel(r, e1, e2, reach, t, &s, &phi)) continue;
         /* w_k = phi_k (1, t_k) . M^-1 (1, 0, 0): sum w_k (1, t_k) = (1, 0, 0) */
         double wk = phi * (Minv[0] + Minv[3] * t[0] + Minv[6] * t[1]);
         c->patch_k[m] = k;
         c->patch_w[m++] = wk;
+        ua[held++] = ua[q]; /* the pairs the patch holds, in place: held <= q */
         height -= wk * csm_v3_dot(r, n);
-        depth += wk * w->surface[4 * k + 3] * csm_v3_dot(&c->wnormal[3 * k], n);
+        depth += wk * w->surface[4 * k + 3] * csm_v3_dot(nk, n);
     }
     if (!(height > -d)) return 0; /* i has passed through that surface: the spheres' pairs take it */
     /* and the surface points of its particles, each particle's centre moved out along its normal
@@ -173,11 +188,8 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
         off += w->surface[4 * k + 3] * csm_v3_dot(&c->wnormal[3 * k], n);
         if (fabs(off + height - depth) > 0.1 * d) return 0;
     }
-    for (int32_t a = from; a < to; a++) {
-        int32_t k = partner(c, c->adj[a], i);
-        for (int32_t q = start; q < m; q++)
-            if (c->patch_k[q] == k) c->covered[c->adj[a]] = 1;
-    }
+    for (int32_t q = 0; q < held; q++) c->covered[c->adj[ua[q]]] = 1;
+    c->ncovered += held;
     c->patch_i[p] = i;
     c->patch_start[p] = start;
     c->patch_start[p + 1] = m;
@@ -204,7 +216,7 @@ int csm_surface_find(csm_contacts *c, const csm_world *w, const double *x0)
         return -1;
     c->patch_start[0] = 0;
     if (c->npairs) memset(c->covered, 0, (size_t)c->npairs);
-    world_normals(c, w);
+    c->ncovered = 0;
     /* each particle's pairs with other objects, in pair order */
     memset(c->adj_start, 0, sizeof *c->adj_start * ((size_t)n + 1));
     const int32_t *obj = w->P.object;
@@ -223,6 +235,12 @@ int csm_surface_find(csm_contacts *c, const csm_world *w, const double *x0)
     }
     for (int32_t i = n; i > 0; i--) c->adj_start[i] = c->adj_start[i - 1];
     c->adj_start[0] = 0;
+    int32_t most = 0; /* the most pairs one particle has: patch_of's scratch */
+    for (int32_t i = 0; i < n; i++) most = c->adj_start[i + 1] - c->adj_start[i] > most ? c->adj_start[i + 1] - c->adj_start[i] : most;
+    if (csm_grow((void **)&c->under_a, &c->cap_under_a, most, sizeof *c->under_a) ||
+        csm_grow((void **)&c->under, &c->cap_under, 6 * (int64_t)most, sizeof *c->under))
+        return -1;
+    world_normals(c, w);
     /* one patch per particle and other object it meets, objects in the order its pairs meet them */
     for (int32_t i = 0; i < n; i++)
         for (int32_t a = c->adj_start[i]; a < c->adj_start[i + 1]; a++) {
