@@ -106,19 +106,29 @@ static int patch_of(csm_contacts *c, const csm_world *w, const double *x0, int32
     double len = csm_v3_norm(n);
     if (!(len > 0)) return 0;
     for (int e = 0; e < 3; e++) n[e] /= len;
-    /* b's surface particles paired with i that face its way: their offsets from i and normals */
+    /* b's surface particles paired with i that face its way: their offsets from i and normals.
+       One closer to i than the reach lies within it across any normal, and the fit below needs
+       every such one within 14 degrees of its normal (cos 14.07 = 0.97): two of them more than
+       28.2 degrees apart (cos 28.4 = 0.88) leave none, as near a box's edge. */
     int32_t nu = 0, *ua = c->under_a;
-    double *u = c->under;
+    double *u = c->under, close = 0.99 * reach * reach;
+    const double *first = NULL;
     for (int32_t a = from; a < to; a++) {
         int32_t k = partner(c, c->adj[a], i);
         const double *nk = &c->wnormal[3 * k];
         if (w->P.object[k] != b || !facing(nk, n)) continue;
-        ua[nu] = a;
+        double *r = &u[6 * nu];
         for (int e = 0; e < 3; e++) {
-            u[6 * nu + e] = x0[3 * k + e] - x0[3 * i + e];
-            u[6 * nu + 3 + e] = nk[e];
+            r[e] = x0[3 * k + e] - x0[3 * i + e];
+            r[3 + e] = nk[e];
         }
-        nu++;
+        if (csm_v3_dot(r, r) < close) {
+            if (!first)
+                first = nk;
+            else if (csm_v3_dot(nk, first) < 0.88)
+                return 0;
+        }
+        ua[nu++] = a;
     }
     /* twice: the kernel-weighted normal of those under i, then the fit across it, where every one
        of them lies within 14 degrees of that normal: a flat surface (within 2 d of a box's edge,
