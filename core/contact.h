@@ -61,9 +61,12 @@ typedef struct csm_contact_region {
 typedef struct csm_contact_hold {
     int32_t a, b;                     /* the objects, a < b */
     double weight, n[3], xc[3];       /* sums of the pushes, and of each times its normal from b to a and its point */
-    double slack;                     /* the friction the pushes left unused: sum of mu push - friction taken */
-    double twist;                     /* the same sum with each times its distance from the region's centre across n */
-    double used[2];                   /* the step's holds so far: the sums of |J| and of |tau| (times h) */
+    double F[3], Flen;                /* the pushes' friction impulses on a (times h): their sum, and their lengths' */
+    double slack;                     /* the friction the pushes left unused: mu weight less what they took */
+    double twist;                     /* the sum of each push's mu push - |its friction|, times its distance from the
+                                         region's centre across n */
+    double held[3], turned;           /* the step's holds so far: the sums of their impulses J and couples tau on a, */
+    double held_len, turned_len;      /* and of their lengths */
 } csm_contact_hold;
 
 /* An object as a rigid body at the last projection, for the hold (contact_hold.c). */

@@ -13,14 +13,25 @@
    rigid displacements since the step began (from their particles' momenta and angular momenta
    over their masses and inertias) give the relative slip at x_c across n and the relative turn
    about n; an impulse J at x_c across n and a couple tau n on A, their opposites on B, stop both
-   (the 3 x 3 system of what a unit of each moves) while the friction the pushes left covers them
-   with what the step's holds used before:
+   (the 3 x 3 system of what a unit of each moves), scaled by the largest f <= 1 that keeps the
+   region's friction within Coulomb's bound with what the pushes' friction and the step's holds
+   took before (an ellipse, as the limit surface of a patch's force and couple):
 
-       sum |J| / B + sum |tau| / B_turn <= 1,
+       (taken / (mu N))^2 + (turned / B_turn)^2 <= 1,
 
-   B the sum of mu push - friction taken over the region's pushes, B_turn the same with each
-   times its distance from x_c across n (a patch resists a turn up to mu sum N_k |rho_k|, a point
-   none); else they are scaled to what it covers. Equal and opposite at one point, they keep
+   N the sum of the pushes and B_turn the sum of mu push - |friction| over them, each times its
+   distance from x_c across n (a patch resists a turn up to mu sum N_k |rho_k|, a point none).
+   With particles each pair or patch is one contact and its friction is taken where it points:
+   taken is the sum of the lengths of the pushes' frictions and of the holds' J (turned: of their
+   tau). With cluster_proxies each contact is held twice, each object's particles against the
+   other's proxies, and the two measure the slip against different things (a particle against the
+   cluster's material point, the cluster's members moving with it as a body): their frictions
+   oppose each other, and counted by their lengths they left the hold nothing while the body crept
+   (a cube half a degree under the friction angle at mu = 0.2: 32.9 mm in 7 s). Coulomb's law
+   bounds their total: taken is the length across n of the sum of the pushes' frictions and the
+   holds' J (turned: of the sum of their tau), and the cube moves 0.001 mm. (Taken so with
+   particles, the holds glued the five cubes of stack.yaml as they landed on each other, and the
+   column leaned: the top cube 0.12 m off in 2.5 s, against 0.03.) Equal and opposite at one point, they keep
    momentum, and angular momentum to the first order of the linear turn each body is moved by;
    they take no more than stops the relative motion, so they never add energy; and inside the
    projections, the pushes that follow see what they moved. (After the step instead, the moves
@@ -128,7 +139,7 @@ static int holds_list(csm_contacts *c, const csm_world *w)
 /* A run of pushes of one hold, summed before they join it (consecutive pairs mostly share one). */
 typedef struct region_run {
     int32_t h;
-    double weight, slack, n[3], xc[3];
+    double weight, n[3], xc[3], F[3], Flen;
 } region_run;
 
 static void run_flush(csm_contact_hold *holds, region_run *u, int32_t h)
@@ -136,32 +147,35 @@ static void run_flush(csm_contact_hold *holds, region_run *u, int32_t h)
     if (u->h >= 0) {
         csm_contact_hold *r = &holds[u->h];
         r->weight += u->weight;
-        r->slack += u->slack;
+        r->Flen += u->Flen;
         for (int e = 0; e < 3; e++) {
             r->n[e] += u->n[e];
             r->xc[e] += u->xc[e];
+            r->F[e] += u->F[e];
         }
     }
     memset(u, 0, sizeof *u);
     u->h = h;
 }
 
-/* A push (lambda l, its hold's code hk, normal nk from its second side to its first, point at)
-   joins its hold's region, its point and friction left kept in geom for the arms (regions_at).
-   Its friction left is mu l less what it holds now, |F| of its cone (csm_friction_cone): counted
-   as the corrections' length, that rest was gone whenever they had gone back and forth, and a
-   cube half a degree under the friction angle at mu = 0.3 crept at 3 mm/s. */
-static inline void region_add(csm_contact_hold *holds, region_run *u, int32_t hk, double l, double left,
-                              const double nk[3], const double at[3], double *geom)
+/* A push (lambda l, its hold's code hk, normal nk from its second side to its first, point at,
+   friction impulse F on its first side) joins its hold's region, its point and friction left kept
+   in geom for the arms (regions_at). Its friction left is mu l less what it holds now, |F| of its
+   cone (csm_friction_cone): counted as the corrections' length, that rest was gone whenever they
+   had gone back and forth, and a cube half a degree under the friction angle at mu = 0.3 crept at
+   3 mm/s. */
+static inline void region_add(csm_contact_hold *holds, region_run *u, int32_t hk, double l, double mu,
+                              const double F[3], const double nk[3], const double at[3], double *geom)
 {
     if (hk >> 1 != u->h) run_flush(holds, u, hk >> 1);
-    double sign = hk & 1 ? -l : l;
+    double sign = hk & 1 ? -1.0 : 1.0, took = csm_v3_norm(F), left = mu * l - took;
     u->weight += l;
-    u->slack += left;
+    u->Flen += took;
     for (int e = 0; e < 3; e++) {
         geom[e] = at[e];
-        u->n[e] += sign * nk[e];
+        u->n[e] += sign * l * nk[e];
         u->xc[e] += l * at[e];
+        u->F[e] += sign * F[e];
     }
     geom[3] = left;
 }
@@ -176,7 +190,8 @@ static void regions_at(csm_contacts *c, const double *x)
     int proxies = c->cfg.method == CSM_CONTACT_PROXIES;
     for (int32_t h = 0; h < c->nholds; h++) {
         csm_contact_hold *r = &c->holds[h];
-        r->weight = r->slack = r->twist = 0;
+        r->weight = r->slack = r->twist = r->Flen = 0;
+        memset(r->F, 0, sizeof r->F);
         memset(r->n, 0, sizeof r->n);
         memset(r->xc, 0, sizeof r->xc);
     }
@@ -188,31 +203,36 @@ static void regions_at(csm_contacts *c, const double *x)
         if (hk < 0 || !(l > 0)) continue;
         for (int e = 0; e < 3; e++) at[e] = proxies ? x[3 * i + e] : 0.5 * (x[3 * i + e] + x[3 * j + e]);
         c->hold_push[pushing] = hk >> 1;
-        region_add(c->holds, &u, hk, l, mu * l - csm_v3_norm(&c->friction[4 * k]), &c->normal[3 * k], at,
-                   &c->hold_geom[4 * pushing++]);
+        region_add(c->holds, &u, hk, l, mu, &c->friction[4 * k], &c->normal[3 * k], at, &c->hold_geom[4 * pushing++]);
     }
     for (int32_t p = 0; p < c->npatch; p++) {
         int32_t hk = c->hold_of[c->npairs + p];
         double l = c->patch_lambda[p];
         if (hk < 0 || !(l > 0)) continue;
         c->hold_push[pushing] = hk >> 1;
-        region_add(c->holds, &u, hk, l, mu * l - csm_v3_norm(&c->patch_friction[4 * p]), &c->patch_n[3 * p],
-                   &x[3 * c->patch_i[p]], &c->hold_geom[4 * pushing++]);
+        region_add(c->holds, &u, hk, l, mu, &c->patch_friction[4 * p], &c->patch_n[3 * p], &x[3 * c->patch_i[p]],
+                   &c->hold_geom[4 * pushing++]);
     }
     run_flush(c->holds, &u, -1);
     int any = 0;
     for (int32_t h = 0; h < c->nholds; h++) {
         csm_contact_hold *r = &c->holds[h];
         double len = csm_v3_norm(r->n);
-        if (!(r->weight > 0) || !(len > 0) || !(r->slack > 0)) {
+        if (!(r->weight > 0) || !(len > 0)) {
             r->weight = 0;
             continue;
         }
-        any = 1;
         for (int e = 0; e < 3; e++) {
             r->n[e] /= len;
             r->xc[e] /= r->weight;
         }
+        double Fn = csm_v3_dot(r->F, r->n), Ft[3] = {r->F[0] - Fn * r->n[0], r->F[1] - Fn * r->n[1], r->F[2] - Fn * r->n[2]};
+        r->slack = mu * r->weight - (proxies ? csm_v3_norm(Ft) : r->Flen);
+        if (!(r->slack > 0)) {
+            r->weight = 0;
+            continue;
+        }
+        any = 1;
     }
     double twist = 0;
     for (int32_t q = 0, h = -1; q <= pushing && any; q++) { /* the friction left, times its arm about x_c */
@@ -321,6 +341,18 @@ static void relative_motion(const csm_hold_body *A, const csm_hold_body *B, cons
     out[2] = csm_v3_dot(turn, &frame[6]);
 }
 
+/* The share of Coulomb's bound that hold r's region takes with f of the stop (stop across n, the
+   couple tau about it) added to its friction so far (S across n: the sum of the pushes' and the
+   holds'): with net (cluster_proxies) of their totals, else of their lengths. */
+static double bound_share(const csm_contact_hold *r, int net, const double S[3], const double stop[3], double N,
+                          double tau, int turns, double f)
+{
+    double t[3] = {S[0] + f * stop[0], S[1] + f * stop[1], S[2] + f * stop[2]};
+    double lin = (net ? csm_v3_norm(t) : r->Flen + r->held_len + f * csm_v3_norm(stop)) / N;
+    double ang = turns ? (net ? r->turned + f * tau : r->turned_len + f * fabs(tau)) / r->twist : 0.0;
+    return lin * lin + ang * ang;
+}
+
 /* One hold: the impulse and couple that stop r's relative slip and turn, within Coulomb's bound. */
 static void hold_one(csm_contacts *c, csm_contact_hold *r)
 {
@@ -349,17 +381,37 @@ static void hold_one(csm_contacts *c, csm_contact_hold *r)
     if (!turns) G[2] = G[5] = G[6] = G[7] = 0, G[8] = 1, rhs[2] = 0;
     if (!(csm_m3_inverse(G, Ginv) != 0)) return;
     csm_m3_mul_v3(Ginv, rhs, z);
-    /* Coulomb: the step's holds, this one scaled by f, within the friction left */
-    double lin = hypot(z[0], z[1]), ang = turns ? fabs(z[2]) : 0.0;
-    double room = 1.0 - r->used[0] / r->slack - (turns ? r->used[1] / r->twist : 0.0);
-    double need = lin / r->slack + (turns ? ang / r->twist : 0.0);
-    if (!(need > 0) || !(room > 0)) return;
-    double f = fmin(1.0, room / need), J[3], T[3], minus[3], mT[3], dD[3], dW[3];
-    r->used[0] += f * lin;
-    r->used[1] += f * ang;
+    /* Coulomb on the region's total: the largest f in [0, 1] with bound(f) <= 1, bound convex in f */
+    int net = c->cfg.method == CSM_CONTACT_PROXIES;
+    double S[3], stop[3], tau = turns ? -z[2] : 0.0, N = c->cfg.friction * r->weight;
     for (int e = 0; e < 3; e++) {
-        J[e] = -f * (z[0] * frame[e] + z[1] * frame[3 + e]);
-        T[e] = -f * z[2] * n[e];
+        S[e] = r->F[e] + r->held[e];
+        stop[e] = -(z[0] * frame[e] + z[1] * frame[3 + e]);
+    }
+    double sn = csm_v3_dot(S, n);
+    for (int e = 0; e < 3; e++) S[e] -= sn * n[e];
+    if (!(bound_share(r, net, S, stop, N, tau, turns, 0.0) < 1)) return;
+    double f = 1.0;
+    if (!(bound_share(r, net, S, stop, N, tau, turns, 1.0) <= 1)) { /* convex in f: bisection */
+        double lo = 0, hi = 1;
+        for (int it = 0; it < 40; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (bound_share(r, net, S, stop, N, tau, turns, mid) <= 1)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        f = lo;
+    }
+    if (!(f > 0)) return;
+    double J[3], T[3], minus[3], mT[3], dD[3], dW[3];
+    r->turned += f * tau;
+    r->turned_len += f * fabs(tau);
+    r->held_len += f * csm_v3_norm(stop);
+    for (int e = 0; e < 3; e++) {
+        J[e] = f * stop[e];
+        T[e] = f * tau * n[e];
+        r->held[e] += J[e];
         minus[e] = -J[e];
         mT[e] = -T[e];
     }

@@ -563,8 +563,9 @@ static double slope_acceleration(double theta, const char **extra, int nextra, i
    (contact.normal: centres) the aligned grids' lattices interlock and the cube stops within 10 cm.
    With mu = 0.5 it slides at g (sin theta - mu cos theta) within 2 % at 35 degrees, and stays
    within a millimetre over 3 s at 26 degrees (atan 0.5 = 26.57), and at mu = 0.3 half a degree
-   under atan 0.3. With cluster_proxies,
-   frictionless, it slides at g sin theta within 2 % at 10 and 20 degrees (0.9965 and 0.9983). */
+   under atan 0.3. With cluster_proxies, frictionless, it slides at g sin theta within 2 % at 10
+   and 20 degrees (0.9965 and 0.9983); at 35 degrees, mu = 0.5, at Coulomb's within 2 %; and half a
+   degree under atan 0.2 it stays within a millimetre over 3 s. */
 static void test_slope_follows_coulomb(void **state)
 {
     (void)state;
@@ -618,6 +619,24 @@ static void test_slope_follows_coulomb(void **state)
                a, ref, a / ref);
         assert_true(fabs(a / ref - 1) < 0.02);
     }
+    /* cluster_proxies with friction: Coulomb's slide at 35 degrees, and static friction half a
+       degree under atan 0.2, where the hold bounds the sum of the two objects' frictions (their
+       lengths summed, the cube crept 5 mm/s) */
+    const char *proxy_rough[] = {lattices[0][0], lattices[0][1], lattices[0][2], "contact.friction=0.5",
+                                 "contact.method=cluster_proxies"};
+    a = slope_acceleration(35, proxy_rough, 5, 15, &moved);
+    ref = 9.81 * (sin(35 * M_PI / 180) - 0.5 * cos(35 * M_PI / 180));
+    printf("grids aligned, 35 degrees, mu 0.5, cluster_proxies: %.4f m/s^2, Coulomb %.4f (%.4f)\n", a, ref, a / ref);
+    assert_true(fabs(a / ref - 1) < 0.02);
+    const double mu2 = 0.2;
+    char mu2set[64];
+    snprintf(mu2set, sizeof mu2set, "contact.friction=%g", mu2);
+    const char *proxy_held[] = {lattices[0][0], lattices[0][1], lattices[0][2], mu2set, "time.frames=240",
+                                "contact.method=cluster_proxies"};
+    slope_acceleration(atan(mu2) * 180 / M_PI - 0.5, proxy_held, 6, 60, &moved);
+    printf("grids aligned, %.2f degrees, mu 0.2, cluster_proxies: went %.3f mm from 1 s to 4 s\n",
+           atan(mu2) * 180 / M_PI - 0.5, 1e3 * moved);
+    assert_true(fabs(moved) < 1e-3);
 }
 
 /* Two 0.2 m cubes of 0.05 m spacing thrown at each other, no gravity. */
