@@ -30,6 +30,17 @@
 
 enum { PROXY_PLANES = 12, PROXY_STRIDE = 5 + 4 * PROXY_PLANES, BODY_STRIDE = 26, SPHERE_STRIDE = 16 };
 
+/* Member j of a cluster in its rest space where the shape's surface lies over it: its offset
+   p_j moved out along its rest normal by its depth under the surface (the particle itself where
+   it is an inner one, or the surface is unknown). A Poisson sample's outer particles lie at any
+   depth within a spacing, and bounded by their centres its clusters' proxies stepped in and out
+   along a face: a cube on the slab landed tilted on them and rolled down a 26 degree slope. */
+static void member_surface(const csm_world *w, const csm_clusters *C, int32_t j, double s[3])
+{
+    const double *p = &C->p[3 * j], *sf = w->surface ? &w->surface[4 * C->member[j]] : NULL;
+    for (int e = 0; e < 3; e++) s[e] = p[e] + (sf ? sf[3] * sf[e] : 0.0);
+}
+
 /* A cluster's proxy: [0] sphere radius, [1] planes, [2..4] rest centre in the object's rest
    positions, then each plane as n (3), o: n . p <= o inside: the bounding planes of its members
    along the principal axes of A_rr (Jones 2015 Collision Detection) and along the rest frame's
@@ -42,13 +53,14 @@ static void proxy_build(csm_contacts *c, const csm_world *w, int32_t cl)
     double S[9] = {0}, R = 0, centre[3] = {0, 0, 0}, mass = 0;
     for (int32_t j = lo; j < hi; j++) {
         const double *p = &C->p[3 * j], *rest = &w->P.rest[3 * C->member[j]];
-        double wm = C->wmass[j];
+        double wm = C->wmass[j], s[3];
         for (int a = 0; a < 3; a++) {
             for (int b = 0; b < 3; b++) S[3 * a + b] += wm * p[a] * p[b];
             centre[a] += wm * (rest[a] - p[a]);
         }
         mass += wm;
-        R = fmax(R, csm_v3_norm(p));
+        member_surface(w, C, j, s);
+        R = fmax(R, fmax(csm_v3_norm(p), csm_v3_norm(s)));
     }
     R += d;
     pr[0] = R;
@@ -62,9 +74,11 @@ static void proxy_build(csm_contacts *c, const csm_world *w, int32_t cl)
         double v[3] = {a == 3, a == 4, a == 5}, vlo = INFINITY, vhi = -INFINITY;
         if (a < 3) v[0] = V[a], v[1] = V[3 + a], v[2] = V[6 + a];
         for (int32_t j = lo; j < hi; j++) {
-            double t = csm_v3_dot(v, &C->p[3 * j]);
-            vlo = fmin(vlo, t);
-            vhi = fmax(vhi, t);
+            double s[3], t = csm_v3_dot(v, &C->p[3 * j]), ts;
+            member_surface(w, C, j, s);
+            ts = csm_v3_dot(v, s);
+            vlo = fmin(vlo, fmin(t, ts));
+            vhi = fmax(vhi, fmax(t, ts));
         }
         double o[2] = {vhi + d, d - vlo}; /* v . p <= vhi + d and -v . p <= d - vlo */
         for (int side = 0; side < 2; side++) {

@@ -564,8 +564,9 @@ static double slope_acceleration(double theta, const char **extra, int nextra, i
    With mu = 0.5 it slides at g (sin theta - mu cos theta) within 2 % at 35 degrees, and stays
    within a millimetre over 3 s at 26 degrees (atan 0.5 = 26.57), and at mu = 0.3 half a degree
    under atan 0.3. With cluster_proxies, frictionless, it slides at g sin theta within 2 % at 10
-   and 20 degrees (0.9965 and 0.9983); at 35 degrees, mu = 0.5, at Coulomb's within 2 %; and half a
-   degree under atan 0.2 it stays within a millimetre over 3 s. */
+   and 20 degrees (0.9965 and 0.9983); at 35 degrees, mu = 0.5, at Coulomb's within 2 %; half a
+   degree under atan 0.2 it stays within a millimetre over 3 s, and a Poisson cube half a degree
+   under atan 0.5 within 5 cm as it lands. */
 static void test_slope_follows_coulomb(void **state)
 {
     (void)state;
@@ -637,6 +638,16 @@ static void test_slope_follows_coulomb(void **state)
     printf("grids aligned, %.2f degrees, mu 0.2, cluster_proxies: went %.3f mm from 1 s to 4 s\n",
            atan(mu2) * 180 / M_PI - 0.5, 1e3 * moved);
     assert_true(fabs(moved) < 1e-3);
+    /* a Poisson cube half a degree under atan 0.5: its proxies reach the shape's surface, not its
+       outer particles' centres at any depth under it, and it lands and settles (17 mm from 1 s to
+       4 s; bounded by the centres it landed tilted on their steps and rolled down the slope, 1.4 m
+       by 2 s) */
+    const char *poisson_held[] = {lattices[2][0], lattices[2][1], lattices[2][2], "contact.friction=0.5",
+                                  "time.frames=240", "contact.method=cluster_proxies"};
+    slope_acceleration(atan(0.5) * 180 / M_PI - 0.5, poisson_held, 6, 60, &moved);
+    printf("Poisson on a grid, %.2f degrees, mu 0.5, cluster_proxies: went %.3f mm from 1 s to 4 s\n",
+           atan(0.5) * 180 / M_PI - 0.5, 1e3 * moved);
+    assert_true(fabs(moved) < 0.05);
 }
 
 /* Two 0.2 m cubes of 0.05 m spacing thrown at each other, no gravity. */
