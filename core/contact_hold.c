@@ -343,14 +343,22 @@ static void relative_motion(const csm_hold_body *A, const csm_hold_body *B, cons
 
 /* The share of Coulomb's bound that hold r's region takes with f of the stop (stop across n, the
    couple tau about it) added to its friction so far (S across n: the sum of the pushes' and the
-   holds'): with net (cluster_proxies) of their totals, else of their lengths. */
-static double bound_share(const csm_contact_hold *r, int net, const double S[3], const double stop[3], double N,
-                          double tau, int turns, double f)
+   holds'), q[2] f^2 + q[1] f + q[0]: with net (cluster_proxies) of their totals, else of their
+   lengths; each term of the ellipse is a square of what is linear in f. */
+static void bound_share(const csm_contact_hold *r, int net, const double S[3], const double stop[3], double N,
+                        double tau, int turns, double q[3])
 {
-    double t[3] = {S[0] + f * stop[0], S[1] + f * stop[1], S[2] + f * stop[2]};
-    double lin = (net ? csm_v3_norm(t) : r->Flen + r->held_len + f * csm_v3_norm(stop)) / N;
-    double ang = turns ? (net ? r->turned + f * tau : r->turned_len + f * fabs(tau)) / r->twist : 0.0;
-    return lin * lin + ang * ang;
+    double iN2 = 1.0 / (N * N), iT2 = turns ? 1.0 / (r->twist * r->twist) : 0.0;
+    if (net) {
+        q[0] = csm_v3_dot(S, S) * iN2 + r->turned * r->turned * iT2;
+        q[1] = 2 * (csm_v3_dot(S, stop) * iN2 + r->turned * tau * iT2);
+        q[2] = csm_v3_dot(stop, stop) * iN2 + tau * tau * iT2;
+    } else {
+        double l0 = r->Flen + r->held_len, l1 = csm_v3_norm(stop), t0 = r->turned_len, t1 = fabs(tau);
+        q[0] = l0 * l0 * iN2 + t0 * t0 * iT2;
+        q[1] = 2 * (l0 * l1 * iN2 + t0 * t1 * iT2);
+        q[2] = l1 * l1 * iN2 + t1 * t1 * iT2;
+    }
 }
 
 /* One hold: the impulse and couple that stop r's relative slip and turn, within Coulomb's bound. */
@@ -381,7 +389,7 @@ static void hold_one(csm_contacts *c, csm_contact_hold *r)
     if (!turns) G[2] = G[5] = G[6] = G[7] = 0, G[8] = 1, rhs[2] = 0;
     if (!(csm_m3_inverse(G, Ginv) != 0)) return;
     csm_m3_mul_v3(Ginv, rhs, z);
-    /* Coulomb on the region's total: the largest f in [0, 1] with bound(f) <= 1, bound convex in f */
+    /* Coulomb on the region's total: the largest f in [0, 1] within the bound */
     int net = c->cfg.method == CSM_CONTACT_PROXIES;
     double S[3], stop[3], tau = turns ? -z[2] : 0.0, N = c->cfg.friction * r->weight;
     for (int e = 0; e < 3; e++) {
@@ -390,19 +398,11 @@ static void hold_one(csm_contacts *c, csm_contact_hold *r)
     }
     double sn = csm_v3_dot(S, n);
     for (int e = 0; e < 3; e++) S[e] -= sn * n[e];
-    if (!(bound_share(r, net, S, stop, N, tau, turns, 0.0) < 1)) return;
-    double f = 1.0;
-    if (!(bound_share(r, net, S, stop, N, tau, turns, 1.0) <= 1)) { /* convex in f: bisection */
-        double lo = 0, hi = 1;
-        for (int it = 0; it < 40; it++) {
-            double mid = 0.5 * (lo + hi);
-            if (bound_share(r, net, S, stop, N, tau, turns, mid) <= 1)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        f = lo;
-    }
+    double q[3], f = 1.0;
+    bound_share(r, net, S, stop, N, tau, turns, q);
+    if (!(q[0] < 1)) return;
+    if (q[2] + q[1] + q[0] > 1) /* the root in (0, 1) of the convex q(f) = 1 */
+        f = q[2] > 0 ? 2 * (1 - q[0]) / (q[1] + sqrt(q[1] * q[1] + 4 * q[2] * (1 - q[0]))) : (1 - q[0]) / q[1];
     if (!(f > 0)) return;
     double J[3], T[3], minus[3], mT[3], dD[3], dW[3];
     r->turned += f * tau;
