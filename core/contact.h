@@ -206,8 +206,8 @@ int csm_contacts_project(csm_contacts *c, const struct csm_world *w, double *x);
 int csm_contacts_bounce(csm_contacts *c, struct csm_world *w, double h);
 
 /* At the end of each projection, with response body: static friction between the objects that
-   touched, as rigid bodies, on what the pairs' own friction left (contact_hold.c). Returns -1
-   when out of memory. */
+   touched, as rigid bodies, with the pairs' own friction within Coulomb's bound (contact_hold.c).
+   Returns -1 when out of memory. */
 int csm_contacts_hold(csm_contacts *c, const struct csm_world *w, double *x);
 
 /* The deepest overlap over the listed pairs at positions x (0: none): d - |x_i - x_j| for

@@ -2,7 +2,8 @@
    "Collision Handling", uses them). Each cluster's proxy lives in its rest space, the frame of
    its offsets p_ic: a sphere about its rest centre of mass through its farthest member,
    intersected with the half-spaces that bound its members along the principal axes of A_rr
-   (and, here, along the rest frame's axes), the whole grown by the contact
+   (and, here, along the rest frame's axes; an outer member where the shape's surface lies over
+   it, member_surface), the whole grown by the contact
    distance d so that a face of particles keeps the same gap as with method particles; grown in
    every direction, so that its edges and corners are rounded as the particles' own contact is
    (proxy_round_exit: sharp, the edges of a cube sliding on a slab ploughed it, and it slid at

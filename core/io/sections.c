@@ -77,7 +77,7 @@ const csm_param_spec csm_contact_params[] = {
                     "what static friction between objects acts on, with either method: body (at the end of each "
                     "projection the two objects that touched are also held as rigid bodies by Coulomb's law on "
                     "their contact region's total: the impulse and the couple about its normal that stop their "
-                    "relative slip there, within what the pairs' friction left of mu times their pushes; "
+                    "relative slip there, with the pairs' friction within mu times their pushes; "
                     "momentum kept, angular momentum to the first order of the turn) or particles (each pair's "
                     "own friction alone, the papers' per-vertex rule: bodies creep where the iterations stop "
                     "short)",
