@@ -236,7 +236,11 @@ int csm_surface_find(csm_contacts *c, const csm_world *w, const double *x0)
         c->adj_start[i + 1]++;
         c->adj_start[j + 1]++;
     }
-    for (int32_t i = 0; i < n; i++) c->adj_start[i + 1] += c->adj_start[i];
+    int32_t most = 0; /* the most pairs one particle has: patch_of's scratch */
+    for (int32_t i = 0; i < n; i++) {
+        most = c->adj_start[i + 1] > most ? c->adj_start[i + 1] : most; /* its count, before the sum */
+        c->adj_start[i + 1] += c->adj_start[i];
+    }
     for (int32_t q = 0; q < c->npairs; q++) {
         int32_t i = c->pair[2 * q], j = c->pair[2 * q + 1];
         if (obj[i] == obj[j]) continue;
@@ -245,8 +249,6 @@ int csm_surface_find(csm_contacts *c, const csm_world *w, const double *x0)
     }
     for (int32_t i = n; i > 0; i--) c->adj_start[i] = c->adj_start[i - 1];
     c->adj_start[0] = 0;
-    int32_t most = 0; /* the most pairs one particle has: patch_of's scratch */
-    for (int32_t i = 0; i < n; i++) most = c->adj_start[i + 1] - c->adj_start[i] > most ? c->adj_start[i + 1] - c->adj_start[i] : most;
     if (csm_grow((void **)&c->under_a, &c->cap_under_a, most, sizeof *c->under_a) ||
         csm_grow((void **)&c->under, &c->cap_under, 6 * (int64_t)most, sizeof *c->under))
         return -1;

@@ -158,7 +158,8 @@ int csm_sim_create(const csm_config *cfg, csm_sim *sim, csm_error *err)
 
     /* the surface areas of the particles, for the continuum energy's consistent gradients (elastic.c) */
     int consistent = w->energy == CSM_ENERGY_CONTINUUM && w->gradient == CSM_GRADIENT_CONSISTENT && w->spring_modulus > 0;
-    /* and their surface normals, for particle contact against a surface (contact.c) */
+    /* and their surface normals and depths, for particle contact against a surface (contact_surface.c)
+       and for the proxies, which reach the surface (contact_proxies.c) */
     int surfaces = (cfg->contact.method == CSM_CONTACT_PARTICLES && cfg->contact.normal == CSM_NORMAL_SURFACE) ||
                    cfg->contact.method == CSM_CONTACT_PROXIES;
 

@@ -292,7 +292,8 @@ typedef struct csm_world {
     double *boundary;            /* [3n] each particle's share of its object's surface, the vector area b_i (NaN: unknown) */
     double *surface;             /* [4n] each particle's outward surface normal in its rest shape, the direction of
                                     b_i (zero: an inner particle, or unknown), and how far inside the shape it lies
-                                    along it (m); NULL unless contact.normal is surface */
+                                    along it (m); NULL unless contact.method is cluster_proxies, or
+                                    particles with contact.normal surface */
     double *object_modulus;      /* [nobjects] shear modulus (Pa) of each object's material, in place of the
                                     integrator's (objects[].modulus; 0 or NULL: the integrator's) */
     uint64_t pins;               /* bumped whenever a particle is pinned or freed between steps (its
