@@ -85,7 +85,7 @@ static void body_of(const csm_world *w, int32_t o, body *b)
         b->M += P->mass[i];
         b->pinned |= P->inv_mass[i] == 0.0;
     }
-    csm_object_frame(P, b->lo, b->hi, b->M, b->com, b->Iinv);
+    csm_object_frame(P, P->x, b->lo, b->hi, b->M, b->com, b->Iinv);
 }
 
 /* The velocity at x of a body's rigid motion under velocities v (plus h f / m where f is given). */

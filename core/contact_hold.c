@@ -45,7 +45,6 @@
 
 #include "csm_math.h"
 #include "grow.h"
-#include "svd3.h"
 #include "world.h"
 
 #include <math.h>
@@ -75,26 +74,14 @@ static void body_start(const csm_world *w, const double *x0, int32_t o, csm_hold
 {
     const csm_particles *P = &w->P;
     int32_t lo = w->object_first[o], hi = w->object_first[o + 1];
-    double mx[3] = {0, 0, 0}, S[9] = {0}, I[9];
     b->M = 0;
     b->pinned = 0;
     for (int32_t i = lo; i < hi; i++) {
-        const double *xi = &x0[3 * i], m = P->mass[i];
-        b->M += m;
+        b->M += P->mass[i];
         b->pinned |= P->inv_mass[i] == 0.0;
-        for (int a = 0; a < 3; a++) {
-            mx[a] += m * xi[a];
-            for (int e = a; e < 3; e++) S[3 * a + e] += m * xi[a] * xi[e];
-        }
     }
-    for (int e = 0; e < 3; e++) b->com0[e] = mx[e] / b->M;
-    for (int a = 0; a < 3; a++) /* about the centre (parallel axes) */
-        for (int e = a; e < 3; e++) S[3 * e + a] = S[3 * a + e] -= b->M * b->com0[a] * b->com0[e];
-    double tr = S[0] + S[4] + S[8];
-    for (int a = 0; a < 9; a++) I[a] = (a % 4 == 0 ? tr : 0.0) - S[a];
-    tr *= 2;
-    if (!(csm_m3_det(I) > 1e-9 * tr * tr * tr) || csm_m3_inverse(I, b->Iinv) == 0.0) /* flat: no turn about its normal */
-        csm_pinv_sym3(I, 1e-12, b->Iinv);
+    csm_object_frame(P, x0, lo, hi, b->M, b->com0, b->Iinv); /* per unit mass, a pseudo-inverse (flat: no turn about its normal) */
+    for (int e = 0; e < 9; e++) b->Iinv[e] /= b->M;
 }
 
 /* The step's holds: each pair and patch between two objects gets its two objects' hold. The pairs

@@ -418,14 +418,15 @@ double csm_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void csm_object_frame(const csm_particles *P, int32_t lo, int32_t hi, double M, double com[3], double Iinv[9])
+void csm_object_frame(const csm_particles *P, const double *x, int32_t lo, int32_t hi, double M, double com[3],
+                      double Iinv[9])
 {
     double inertia[9] = {0};
     com[0] = com[1] = com[2] = 0;
     for (int32_t i = lo; i < hi; i++)
-        for (int d = 0; d < 3; d++) com[d] += P->mass[i] / M * P->x[3 * i + d];
+        for (int d = 0; d < 3; d++) com[d] += P->mass[i] / M * x[3 * i + d];
     for (int32_t i = lo; i < hi; i++) {
-        double q[3] = {P->x[3 * i] - com[0], P->x[3 * i + 1] - com[1], P->x[3 * i + 2] - com[2]};
+        double q[3] = {x[3 * i] - com[0], x[3 * i + 1] - com[1], x[3 * i + 2] - com[2]};
         double qq = csm_v3_dot(q, q);
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) inertia[3 * a + b] += P->mass[i] / M * ((a == b) * qq - q[a] * q[b]);

@@ -240,9 +240,11 @@ typedef struct csm_report {
     const char *timing_name[CSM_MAX_TIMINGS], *timing_doc[CSM_MAX_TIMINGS];
 } csm_report;
 
-/* An object's particles [lo, hi) of total mass M as a rigid body: its centre of mass and its inverse
-   inertia about it, per unit mass (a pseudo-inverse: a line of particles has none about itself). */
-void csm_object_frame(const csm_particles *P, int32_t lo, int32_t hi, double M, double com[3], double Iinv[9]);
+/* An object's particles [lo, hi) of total mass M at positions x as a rigid body: its centre of mass
+   and its inverse inertia about it, per unit mass (a pseudo-inverse: a line of particles has none
+   about itself). */
+void csm_object_frame(const csm_particles *P, const double *x, int32_t lo, int32_t hi, double M, double com[3],
+                      double Iinv[9]);
 /* Its rigid motion: the velocity of its centre of mass and its angular velocity, from its momentum
    and angular momentum under velocities v, plus h times the forces f over each mass where f is
    given (the velocities a step's forces would add). */

@@ -283,7 +283,7 @@ static void body_restitution(csm_world *w, const collider *c, double h)
         if (-vin < r->bounce_threshold) continue; /* resting contact: the particles' rule holds it */
         double e = r->restitution;
         double com[3], Iinv[9], rc[3], rn[3], g[3], back[3];
-        csm_object_frame(P, lo, hi, M, com, Iinv);
+        csm_object_frame(P, P->x, lo, hi, M, com, Iinv);
         for (int d = 0; d < 3; d++) rc[d] = xc[d] - com[d];
         double un = rigid_normal_velocity(P, lo, hi, M, com, Iinv, rc, n, vc, P->v, NULL, 0);
         if (w->v_step) { /* the body's own approach: its rigid motion as the step began, with the step's forces */
@@ -390,7 +390,7 @@ static void body_friction(csm_world *w, collider *c, const placed *pl, double h)
         rhs[0] = csm_v3_dot(s, &frame[0]);
         rhs[1] = csm_v3_dot(s, &frame[3]);
         if (rhs[0] == 0 && rhs[1] == 0 && rhs[2] == 0) continue;
-        csm_object_frame(P, lo, hi, M, com, Iinv);
+        csm_object_frame(P, P->x, lo, hi, M, com, Iinv);
         for (int d = 0; d < 3; d++) r[d] = xc[d] - com[d];
         for (int col = 0; col < 3; col++) { /* what a unit of J along t1, t2 and of tau moves, per unit mass */
             double J[3], m[3], dw[3], dx[3];
