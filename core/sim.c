@@ -50,15 +50,8 @@ static int colliders_acted(const csm_sim *sim, const double *before)
     return memcmp(P->x, before, bytes) != 0 || memcmp(P->v, before + 3 * (size_t)P->n, bytes) != 0;
 }
 
-void csm_world_project(csm_world *w, double *x, double h)
+static void colliders_project(csm_world *w, csm_constraints *k, double *x, double h)
 {
-    csm_constraints *k = w->constraints;
-    if (!k) return;
-    double t0 = k->contact ? csm_now() : 0;
-    if (k->step != w->step) {
-        k->step = w->step;
-        if (k->contact && csm_contacts_find(&k->contacts, w, x)) k->failed = 1;
-    }
     for (int c = 0; c < k->ncolliders; c++) {
         const csm_stage *st = &k->colliders[c];
         if (!st->project) continue;
@@ -68,7 +61,25 @@ void csm_world_project(csm_world *w, double *x, double h)
         else
             k->work += work;
     }
+}
+
+/* The colliders, the contacts, and the colliders again: the contacts move whole clusters and
+   bodies (a proxy's push, the hold), which can carry a particle into a collider or along it
+   after the collider's friction has taken back its slip. Two cubes of cluster_proxies on the
+   ground: the lower one's bottom particles left the steps sliding along the ground, one at a
+   time, at up to 0.02 m/s (4.5e-6 J from 2 s on; 2.7e-7 J with the colliders last). */
+void csm_world_project(csm_world *w, double *x, double h)
+{
+    csm_constraints *k = w->constraints;
+    if (!k) return;
+    double t0 = k->contact ? csm_now() : 0;
+    if (k->step != w->step) {
+        k->step = w->step;
+        if (k->contact && csm_contacts_find(&k->contacts, w, x)) k->failed = 1;
+    }
+    colliders_project(w, k, x, h);
     if (k->contact && !k->failed && csm_contacts_project(&k->contacts, w, x)) k->failed = 1;
+    if (k->contact && !k->failed) colliders_project(w, k, x, h);
     if (k->contact && k->timing >= 0 && w->report) w->report->timings.seconds[k->timing] += csm_now() - t0;
 }
 
