@@ -371,9 +371,9 @@ static inline int csm_cluster_in_scope(const csm_world *w, int32_t c)
 
 /* Project positions x (the integrator's iterate) onto the world's constraints: every collider
    that projects, then the contacts between particles (core/contact.h), whose pairs the first
-   call of a step finds, then the colliders again (what the contacts moved into one or along it). An integrator calls it after its prediction and after each iteration,
-   so that contact is firm inside the solve and not only after it; without constraints it does
-   nothing. */
+   call of a step finds, then the colliders again (what the contacts moved into one or along
+   it). An integrator calls it after its prediction and after each iteration, so that contact is
+   firm inside the solve and not only after it; without constraints it does nothing. */
 void csm_world_project(csm_world *w, double *x, double h);
 
 /* Record a reclustering event in w->report (stamped with its frame and the world's time).
