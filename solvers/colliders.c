@@ -175,18 +175,18 @@ static double project_one(collider *c, const csm_world *w, const placed *pl, dou
 }
 
 /* The particles of block b (csm_block_start) that touch the collider or may: their work into
-   part[b], touched[b] 1 where one touched. A half-space's plane is read once: project_one writes
-   the positions, which the compiler must otherwise take to alias it. */
+   part[b], touched[b] 1 where one touched. The test runs on a copy of the placement and the
+   block's ends are taken once: project_one writes the positions, which the compiler must
+   otherwise take to alias them. */
 static void project_block(collider *c, const csm_world *w, const placed *pl, double h, double *x, int b, double *part,
                           int *touched)
 {
     int32_t lo = csm_block_start(w->P.n, b), hi = csm_block_start(w->P.n, b + 1);
     const unsigned char *hit = c->hit;
-    double sum = 0, n[3] = {pl->n[0], pl->n[1], pl->n[2]}, offset = pl->offset;
-    int halfspace = pl->halfspace;
+    const placed at = *pl;
+    double sum = 0;
     for (int32_t i = lo; i < hi; i++) {
-        const double *xi = &x[3 * i];
-        if (!hit[i] && halfspace && n[0] * xi[0] + n[1] * xi[1] + n[2] * xi[2] - offset >= 0) continue;
+        if (!hit[i] && clear_of(&at, x, i)) continue;
         sum += project_one(c, w, pl, h, x, i);
         touched[b] |= hit[i];
     }
