@@ -224,8 +224,8 @@ clean-figures:
 # 0.05 took 32, 0.025 would take many hours). VALIDATION_TORSION (SPACING:CLUSTERS,...) refines
 # the torsion on the bar's first 2 m: 0.1:32 (the 64 clusters' size, 7 min) and 0.05:268 (the
 # 512 clusters', 31 min). VALIDATION_BULGE (SPACING:CLUSTERS,...) refines the bulge rows: 0.1:96
-# is the cube in clusters of the bar's size (1/96 m^3, the bar's 0.672/64), four runs of 1,331
-# particles, 3 min each on one core; 0.05:512 is four runs of 9,261 particles, 40 to 55 min each.
+# is the cube in clusters of the bar's size (1/96 m^3, the bar's 0.672/64), six runs of 1,331
+# particles, 3 min each on one core; 0.05:512 is six runs of 9,261 particles, 40 to 55 min each.
 # The refined runs go JOBS at a time; empty values leave them out (VALIDATION_TORSION=
 # VALIDATION_BULGE= for the quick table).
 # Finished runs are kept (out/validation/*.h5 with the settings they ran with beside them in

@@ -346,15 +346,16 @@ def bulge_of(f):
 
 def bulge_refined(csm, spec, refs, out, row, jobs):
     """The bulge rows against one material in both codes (2 %: csm's corotated, whose small-strain
-    limit is CalculiX's; 20 %: neo_hookean and NEO HOOKE), refined (spec: SPACING:CLUSTERS,...),
-    against refs[(material, nu, strain)], CalculiX's answers of the rows above. At 11 particles
-    across, 64 clusters bulge 6 to 7 % more than CalculiX and 96, the bar's cluster size, 2 to 3 %;
-    the particles decide the rest."""
+    limit is CalculiX's, and neo_hookean and NEO HOOKE; 20 %: those two), refined (spec:
+    SPACING:CLUSTERS,...), against refs[(material, nu, strain)], CalculiX's answers of the rows
+    above. At 11 particles across, 64 clusters bulge 5 to 7 % more than CalculiX and 96, the bar's
+    cluster size, 2 to 3 %; the particles decide the rest."""
     specs = [s.split(":") for s in spec.split(",") if s]
     for sp, _ in specs:  # the face centre read, x = 0.5 and y = z = 0, must be a particle
         if abs(0.5 / float(sp) - round(0.5 / float(sp))) > 1e-9:
             sys.exit(f"--bulge {sp}: the spacing must divide 0.5 m")
-    cases = [(m, nu, strain) for m, strain in (("corotated", 0.02), ("neo_hookean", 0.2)) for nu in (0.3, 0.45)]
+    cases = [(m, nu, strain) for m, strain in (("corotated", 0.02), ("neo_hookean", 0.02), ("neo_hookean", 0.2))
+             for nu in (0.3, 0.45)]
     runs = [("bulge.yaml", out(f"bulge_{m}_{nu}_{strain}_{float(sp):.4f}_{count}.h5"),
              bulge_sets(nu, strain, m) + [f"objects.0.sampling.spacing={sp}", f"clustering.count={count}"])
             for sp, count in specs for m, nu, strain in cases]
@@ -436,8 +437,9 @@ def main():
                         [f"clustering.count={c}", f"solver.energy={energy}"])
             tip, side = csm_tip(f)
             by_clusters[energy].append((int(c), tip / ref[0.0]))
+            # goals is the papers' energy, kept to reproduce them: shown beside, not held to the target
             row("cantilever ν = 0", energy, c, "tip deflection (m)", f"{tip:.5f}", f"{ref[0.0]:.5f}",
-                f"{tip / ref[0.0]:.3f}", "3 %")
+                f"{tip / ref[0.0]:.3f}", "3 %" if energy == "continuum" else "")
             row("cantilever ν = 0", energy, c, "sideways / vertical", f"{side / tip:.2e}", "0", "", "")
     by_spacing = []
     for sp in args.spacings.split(","):
